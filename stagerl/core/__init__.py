@@ -1,0 +1,1 @@
+"""The staged run loop: dispatch, stages, run, hooks and conditions."""

@@ -1,0 +1,1 @@
+"""Environments: the Env interface, gymnasium adapters and toy environments."""

@@ -1,0 +1,1 @@
+"""Policies, the Agent, explorers, learners and approximators."""

@@ -1,0 +1,133 @@
+"""Agent(policy, trajectory): a policy that records its experience and learns from it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plum
+
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan, push
+from stagerl.core.stages import PostActStage, PostEpisodeStage, PreEpisodeStage, Stage
+from stagerl.policies.base import Policy
+
+__all__ = ["Agent"]
+
+
+@plum.parametric
+class Agent(Policy):
+    """A policy plus the trajectory it learns from; itself a policy.
+
+    ``Agent(policy, trajectory)`` is an instance of ``Agent[type(policy), type(trajectory)]``, so a
+    method can be specialised for one policy type, as RL.jl's ``push!(::Agent{<:PPOPolicy}, ...)``::
+
+        @stagerl.push.dispatch
+        def push(agent: stagerl.Agent[MyPolicy, object], stage: stagerl.PreActStage, env: object):
+            ...
+
+    Default methods: at PreEpisode the episode's first state is pushed (a partial insert); at
+    PostAct the whole step ``state`` (the next state), ``action``, ``reward`` and ``terminal =
+    env.is_terminated`` in one push (a truncated episode's last step stays bootstrapped); at
+    PostEpisode, when the trajectory has a ``next_action`` trace, the action planned at the
+    final state completes the episode's last transition. ``plan`` asks the inner policy and
+    ``optimise(agent, stage)`` calls ``optimise(agent.policy, stage, agent.trajectory)``.
+
+    An algorithm that records more per step (a log-probability, a value estimate, a recurrent
+    state) adds traces to its trajectory and specialises ``push(agent: Agent[ItsPolicy, object],
+    stage: PostActStage, env: object, action: object)`` to push every key of the step in one call.
+
+    ``policy`` and ``trajectory`` are read-only: the type parameters were inferred from them.
+
+    Example:
+        >>> import numpy as np, stagerl as rl
+        >>> trajectory = rl.Trajectory(rl.CircularArraySARTSTraces(capacity=10))
+        >>> agent = rl.Agent(rl.RandomPolicy(rng=0), trajectory)
+        >>> isinstance(agent, rl.Agent[rl.RandomPolicy, rl.Trajectory])
+        True
+        >>> hook = rl.run(agent, rl.RandomWalk1D(), rl.StopAfterNSteps(4, progress=False))
+        >>> len(agent.trajectory)
+        4
+    """
+
+    __faithful__ = True
+
+    def __init__(self, policy: Any, trajectory: Any):
+        if isinstance(policy, Agent):
+            raise TypeError(
+                "Agent(policy, trajectory) got an Agent as its policy; pass the inner policy "
+                f"({type(policy.policy).__name__}) instead"
+            )
+        if not callable(getattr(trajectory, "push", None)):
+            raise TypeError(
+                f"Agent(policy, trajectory) needs a trajectory with a push(...) method, got "
+                f"{trajectory!r} of type {type(trajectory).__name__}; build one with "
+                "stagerl.Trajectory(stagerl.CircularArraySARTSTraces(capacity=...))"
+            )
+        self._policy = policy
+        self._trajectory = trajectory
+        keys = _trace_names(trajectory)
+        # Resolved once: the PostEpisode push needs it on every episode.
+        self._completes_with_next_action = "next_action" in keys
+
+    @classmethod
+    def __infer_type_parameter__(cls, policy: Any, trajectory: Any) -> tuple[type, type]:
+        return type(policy), type(trajectory)
+
+    @property
+    def policy(self) -> Any:
+        """The inner policy (read-only)."""
+        return self._policy
+
+    @property
+    def trajectory(self) -> Any:
+        """The trajectory (read-only)."""
+        return self._trajectory
+
+    def to(self, device: Any) -> Agent:
+        to = getattr(self._policy, "to", None)
+        if to is not None:
+            to(device)
+        return self
+
+    def state_dict(self) -> dict[str, Any]:
+        state_dict = getattr(self._policy, "state_dict", None)
+        return {} if state_dict is None else state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]):
+        self._policy.load_state_dict(state)
+
+    def __repr__(self) -> str:
+        return f"Agent({self._policy!r}, {self._trajectory!r})"
+
+
+def _trace_names(trajectory: Any) -> tuple[str, ...]:
+    container = getattr(trajectory, "container", trajectory)
+    keys = getattr(container, "keys", None)
+    return tuple(keys()) if callable(keys) else ()
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_agent_pre_episode(agent: Agent, stage: PreEpisodeStage, env):
+    agent._trajectory.push(state=env.state)
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
+    agent._trajectory.push(
+        state=env.state, action=action, reward=env.reward, terminal=env.is_terminated
+    )
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_agent_post_episode(agent: Agent, stage: PostEpisodeStage, env):
+    if agent._completes_with_next_action:
+        agent._trajectory.push(next_action=plan(agent._policy, env))
+
+
+@plan.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _plan_agent(agent: Agent, env):
+    return plan(agent._policy, env)
+
+
+@optimise.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _optimise_agent(agent: Agent, stage: Stage):
+    optimise(agent._policy, stage, agent._trajectory)

@@ -1,0 +1,62 @@
+"""The Policy base class."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Policy", "as_rng"]
+
+
+def as_rng(rng: int | np.random.Generator | None) -> np.random.Generator:
+    """An ``np.random.Generator`` from a seed, a generator (used as is) or ``None`` (fresh entropy).
+
+    Example:
+        >>> as_rng(0).integers(10) == as_rng(0).integers(10)
+        True
+    """
+    if rng is None or isinstance(rng, (int, np.integer)):
+        return np.random.default_rng(rng)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    raise TypeError(
+        f"rng must be an int seed, an np.random.Generator or None, got {rng!r} of type "
+        f"{type(rng).__name__}"
+    )
+
+
+class Policy:
+    """Base class of everything the run loop can drive.
+
+    A policy answers ``plan(policy, env)`` and may define ``push`` and ``optimise`` methods for the
+    stages it cares about; the others fall back to no-ops. Policies that hold torch modules
+    override :meth:`to`, :meth:`state_dict` and :meth:`load_state_dict`.
+
+    Example:
+        >>> import stagerl as rl
+        >>> class AlwaysLeft(rl.Policy):
+        ...     pass
+        >>> @rl.plan.dispatch
+        ... def plan(policy: AlwaysLeft, env: rl.Env):
+        ...     return 0
+        >>> hook = rl.run(AlwaysLeft(), rl.RandomWalk1D(), hook=rl.StepsPerEpisode())
+        >>> hook.steps
+        [3]
+    """
+
+    def to(self, device: Any) -> Policy:
+        """Move the policy's tensors to ``device``; returns ``self``."""
+        return self
+
+    def state_dict(self) -> dict[str, Any]:
+        """The policy's learnable state (plain tensors and arrays)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        if state:
+            raise ValueError(
+                f"{type(self).__name__} has no state to load, got keys {sorted(state)}; "
+                f"override load_state_dict to restore them"
+            )
