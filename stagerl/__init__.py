@@ -18,10 +18,34 @@ from stagerl.core.stages import (
     Stage,
 )
 from stagerl.core.hooks_base import ComposedHook, Hook
+from stagerl.core.hooks import (
+    DoEveryNEpisodes,
+    DoEveryNSteps,
+    DoOnExit,
+    EmptyHook,
+    RewardsPerEpisode,
+    StepsPerEpisode,
+    TimePerStep,
+    TotalRewardPerEpisode,
+)
+from stagerl.core.stop_conditions import (
+    StopAfterNEpisodes,
+    StopAfterNoImprovement,
+    StopAfterNSeconds,
+    StopAfterNSteps,
+    StopCondition,
+    StopIfAll,
+    StopIfAny,
+    StopIfEnvTerminated,
+    StopSignal,
+)
+from stagerl.core.reset_conditions import ResetAfterNSteps, ResetCondition, ResetIfEnvTerminated
 from stagerl.envs.base import Env
+from stagerl.envs.vector import GymVectorEnv
 from stagerl.policies.base import Policy
 from stagerl.policies.agent import Agent
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
+from stagerl.core.run import Experiment, run
 
 __all__ = [
     # dispatch
@@ -40,8 +64,33 @@ __all__ = [
     # hooks
     "Hook",
     "ComposedHook",
+    "EmptyHook",
+    "StepsPerEpisode",
+    "RewardsPerEpisode",
+    "TotalRewardPerEpisode",
+    "TimePerStep",
+    "DoEveryNSteps",
+    "DoEveryNEpisodes",
+    "DoOnExit",
+    # stop and reset conditions
+    "StopCondition",
+    "StopAfterNSteps",
+    "StopAfterNEpisodes",
+    "StopIfEnvTerminated",
+    "StopAfterNoImprovement",
+    "StopAfterNSeconds",
+    "StopSignal",
+    "StopIfAny",
+    "StopIfAll",
+    "ResetCondition",
+    "ResetIfEnvTerminated",
+    "ResetAfterNSteps",
+    # the loop
+    "run",
+    "Experiment",
     # envs
     "Env",
+    "GymVectorEnv",
     # policies
     "Policy",
     "Agent",

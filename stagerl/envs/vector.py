@@ -1,0 +1,302 @@
+"""GymVectorEnv: a gymnasium vector environment as one Env whose fields are per-sub-env arrays."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from stagerl.envs.base import Env
+
+__all__ = ["GymVectorEnv"]
+
+_ARRAY_SPACES = (
+    gymnasium.spaces.Box,
+    gymnasium.spaces.Discrete,
+    gymnasium.spaces.MultiDiscrete,
+    gymnasium.spaces.MultiBinary,
+)
+_SUPPORTED_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
+
+
+def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
+    mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+    # gymnasium's own vector wrappers assume NEXT_STEP when the tag is missing; so do we.
+    try:
+        mode = AutoresetMode(mode)
+    except ValueError:
+        mode = None
+    if mode not in _SUPPORTED_MODES:
+        raise ValueError(
+            f"GymVectorEnv supports the autoreset modes NEXT_STEP and SAME_STEP, got "
+            f"autoreset_mode={env.metadata.get('autoreset_mode')!r}; build the vector env with "
+            "autoreset_mode=gymnasium.vector.AutoresetMode.NEXT_STEP (the default) or SAME_STEP "
+            "(DISABLED leaves resetting finished sub-envs to the caller, which the run loop "
+            "never does)"
+        )
+    return mode
+
+
+class GymVectorEnv(Env):
+    """A gymnasium ``VectorEnv`` (sync, async or ``gymnasium.make_vec``) as one :class:`Env`.
+
+    ``state``, ``reward``, ``is_terminated``, ``is_truncated`` and ``episode_start`` hold one
+    entry per sub-env (lane); ``action_space`` is the batched space, ``single_action_space`` one
+    sub-env's. ``act`` takes one action per sub-env.
+
+    Sub-envs reset themselves (gymnasium's autoreset), so **the run loop's episode spans from
+    ``env.reset()`` to the stop**: PreEpisode and PostEpisode run once per run, and a sub-env's
+    episode end is seen at PostAct as ``is_terminated | is_truncated`` in its lane.
+    ``ResetIfEnvTerminated`` never resets a vector env; ``StopAfterNSteps(n)`` counts env-steps
+    (``num_envs`` per ``act``) and ``StopAfterNEpisodes(n)`` counts finished sub-env episodes.
+    The Agent stores each lane as its own sequence of episodes, and the per-episode hooks report
+    each sub-env's episodes as if they had been run one after another (see ``docs/vector_envs.md``).
+
+    Autoreset modes (``env.metadata["autoreset_mode"]``, gymnasium 1.x):
+
+    * ``NEXT_STEP`` (default): the step after a lane's episode end only resets that lane. In that
+      step the lane's ``episode_start`` is True, its ``reward`` is 0 and its flags are False: the
+      step is not a transition, only the first state of the lane's next episode.
+    * ``SAME_STEP``: a lane whose episode ends is reset in the same step: its ``state`` is already
+      the next episode's first state (``episode_start`` True) while ``reward``,
+      ``is_terminated``, ``is_truncated`` describe the step that ended the episode, and
+      ``final_state`` holds the true last observation. For every lane, ``final_state`` is the
+      state the last step led to (the ``next_state`` of its transition); in NEXT_STEP mode it is
+      ``state`` itself.
+
+    ``DISABLED`` is refused: nothing would reset a finished sub-env.
+
+    Args:
+        env_or_id: a gymnasium ``VectorEnv`` or an environment id for ``gymnasium.make_vec``.
+        num_envs: the number of sub-envs to make from an id (default 1); with a ``VectorEnv`` it
+            must be ``None`` or equal ``env.num_envs``.
+        seed: seeds the first reset (sub-env i gets ``seed + i``) and the action spaces.
+        vectorization_mode: ``"sync"`` or ``"async"``, for an id.
+        **make_kwargs: passed on to ``gymnasium.make_vec`` (e.g. ``vector_kwargs``, ``wrappers``
+            or the environment's own keyword arguments).
+
+    Example:
+        >>> import stagerl as rl
+        >>> env = rl.GymVectorEnv("CartPole-v1", num_envs=3, seed=0)
+        >>> env.reset()
+        >>> env.state.shape, env.episode_start
+        ((3, 4), array([ True,  True,  True]))
+        >>> env.act(env.action_space.sample())
+        >>> env.reward, env.is_terminated, env.episode_start
+        (array([1., 1., 1.]), array([False, False, False]), array([False, False, False]))
+    """
+
+    def __init__(
+        self,
+        env_or_id: Any,
+        num_envs: int | None = None,
+        seed: int | None = None,
+        vectorization_mode: str = "sync",
+        **make_kwargs: Any,
+    ) -> None:
+        if num_envs is not None and (
+            isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer))
+        ):
+            raise TypeError(f"num_envs must be an int, got num_envs={num_envs!r}")
+        if num_envs is not None and num_envs <= 0:
+            raise ValueError(f"num_envs must be positive, got num_envs={num_envs}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+            raise TypeError(f"seed must be an int or None, got seed={seed!r}")
+        if isinstance(env_or_id, str):
+            env = gymnasium.make_vec(
+                env_or_id,
+                num_envs=1 if num_envs is None else int(num_envs),
+                vectorization_mode=vectorization_mode,
+                **make_kwargs,
+            )
+        elif isinstance(env_or_id, VectorEnv):
+            if make_kwargs:
+                raise TypeError(
+                    f"GymVectorEnv got keyword arguments {sorted(make_kwargs)} with an existing "
+                    "VectorEnv; they are only used to make one from an id"
+                )
+            env = env_or_id
+            if num_envs is not None and num_envs != env.num_envs:
+                raise ValueError(
+                    f"num_envs={num_envs} does not match the vector env's num_envs="
+                    f"{env.num_envs}; leave num_envs=None when passing a VectorEnv"
+                )
+        elif isinstance(env_or_id, gymnasium.Env):
+            raise TypeError(
+                f"GymVectorEnv needs a gymnasium VectorEnv or an id, got the single env "
+                f"{env_or_id!r}; wrap a single gymnasium.Env with stagerl.GymEnv instead, or "
+                "vectorise it with gymnasium.vector.SyncVectorEnv([lambda: ...] * n)"
+            )
+        else:
+            raise TypeError(
+                f"GymVectorEnv needs a gymnasium VectorEnv or an environment id, got "
+                f"{env_or_id!r} of type {type(env_or_id).__name__}"
+            )
+        self.env = env
+        self.autoreset_mode = _autoreset_mode(env)
+        self._next_step = self.autoreset_mode == AutoresetMode.NEXT_STEP
+        if not isinstance(env.single_observation_space, _ARRAY_SPACES):
+            raise TypeError(
+                f"GymVectorEnv needs array observations (Box, Discrete, MultiDiscrete, "
+                f"MultiBinary), got {env.single_observation_space}; flatten them with "
+                "gymnasium.wrappers.vector.FlattenObservation"
+            )
+        n = self.num_envs = int(env.num_envs)
+        self.seed = None if seed is None else int(seed)
+        self._seeded = False
+        self._action_batch_checked = isinstance(
+            env.single_action_space, (gymnasium.spaces.Tuple, gymnasium.spaces.Dict)
+        )
+        self._state = None
+        self._final_state = None
+        self._reward = np.zeros(n)
+        self._terminated = np.zeros(n, dtype=bool)
+        self._truncated = np.zeros(n, dtype=bool)
+        self._episode_start = np.ones(n, dtype=bool)
+        self._done = np.zeros(n, dtype=bool)
+        self.info: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ stepping
+    def reset(self) -> None:
+        """Reset every sub-env (seeded on the first call when a seed was given)."""
+        if self._seeded or self.seed is None:
+            obs, info = self.env.reset()
+        else:
+            obs, info = self.env.reset(seed=self.seed)
+            self.env.action_space.seed(self.seed)
+            self.env.single_action_space.seed(self.seed)
+            self._seeded = True
+        n = self.num_envs
+        self._state = self._final_state = np.array(obs)  # a copy the next step cannot touch
+        self._reward = np.zeros(n)
+        self._terminated = np.zeros(n, dtype=bool)
+        self._truncated = np.zeros(n, dtype=bool)
+        self._episode_start = np.ones(n, dtype=bool)
+        self._done = np.zeros(n, dtype=bool)
+        self.info = info
+
+    def act(self, action: Any) -> None:
+        """Step every sub-env with its action (a batch with one action per sub-env)."""
+        if not self._action_batch_checked:
+            self._check_batch(action)
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        state = np.array(obs)  # a copy the next step cannot touch (also for copy=False envs)
+        reward = np.asarray(reward, dtype=np.float64)
+        terminated = np.asarray(terminated, dtype=bool)
+        truncated = np.asarray(truncated, dtype=bool)
+        done = terminated | truncated
+        if self._next_step:
+            start = self._done  # the lanes that ended last step were only reset now
+            if start.any():
+                # gymnasium already reports 0 / False there; a custom VectorEnv may not
+                reward = reward.copy()
+                reward[start] = 0.0
+                terminated = terminated & ~start
+                truncated = truncated & ~start
+                done = done & ~start
+            self._final_state = state
+        else:
+            start = done
+            self._final_state = state
+            if done.any():
+                final = state.copy()
+                final_obs = info["final_obs"]
+                for i in np.flatnonzero(done):
+                    final[i] = final_obs[i]
+                self._final_state = final
+        self._done = done
+        self._state = state
+        self._reward = reward
+        self._terminated = terminated
+        self._truncated = truncated
+        self._episode_start = start
+        self.info = info
+        self.last_action = action
+
+    act._records_last_action = True  # act sets last_action itself (no wrapper on the hot path)
+
+    def _check_batch(self, action: Any) -> None:
+        n = self.num_envs
+        if isinstance(action, np.ndarray):
+            size = action.shape[0] if action.ndim else None
+        elif isinstance(action, (list, tuple)):
+            size = len(action)
+        elif isinstance(action, (int, float, np.generic)):
+            size = None
+        else:
+            return  # another batch type: gymnasium validates it
+        if size != n:
+            got = "a single action" if size is None else f"{size} actions"
+            raise ValueError(
+                f"GymVectorEnv with num_envs={n} needs one action per sub-env (a batch of {n}), "
+                f"got {got}: {action!r}; sample one with env.action_space.sample()"
+            )
+
+    def close(self) -> None:
+        """Close the sub-envs (and worker processes of an async vector env)."""
+        self.env.close()
+
+    def __enter__(self) -> GymVectorEnv:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ fields
+    @property
+    def state(self) -> np.ndarray:
+        """Observations, one row per sub-env (a new array after every step)."""
+        return self._state
+
+    @property
+    def final_state(self) -> np.ndarray:
+        """The state each lane's last step led to (``state`` except where SAME_STEP reset a lane)."""
+        return self._final_state
+
+    @property
+    def reward(self) -> np.ndarray:
+        """Rewards of the last step (float64), one per sub-env."""
+        return self._reward
+
+    @property
+    def is_terminated(self) -> np.ndarray:
+        """Per sub-env: the last step reached a terminal state."""
+        return self._terminated
+
+    @property
+    def is_truncated(self) -> np.ndarray:
+        """Per sub-env: the last step cut the episode (time limit)."""
+        return self._truncated
+
+    @property
+    def episode_start(self) -> np.ndarray:
+        """Per sub-env: ``state`` is the first state of an episode (all True after reset)."""
+        return self._episode_start
+
+    @property
+    def action_space(self) -> gymnasium.Space:
+        """The batched action space (one action per sub-env)."""
+        return self.env.action_space
+
+    @property
+    def single_action_space(self) -> gymnasium.Space:
+        """One sub-env's action space."""
+        return self.env.single_action_space
+
+    @property
+    def state_space(self) -> gymnasium.Space:
+        """The batched observation space."""
+        return self.env.observation_space
+
+    @property
+    def single_state_space(self) -> gymnasium.Space:
+        """One sub-env's observation space."""
+        return self.env.single_observation_space
+
+    def __repr__(self) -> str:
+        return (
+            f"GymVectorEnv({self.env!r}, num_envs={self.num_envs}, "
+            f"autoreset_mode={self.autoreset_mode.name})"
+        )
