@@ -42,8 +42,23 @@ from stagerl.core.stop_conditions import (
 from stagerl.core.reset_conditions import ResetAfterNSteps, ResetCondition, ResetIfEnvTerminated
 from stagerl.envs.base import Env
 from stagerl.envs.vector import GymVectorEnv
+from stagerl.envs.gym import GymEnv
+from stagerl.envs.random_walk import RandomWalk1D
 from stagerl.policies.base import Policy
 from stagerl.policies.agent import Agent
+from stagerl.policies.explorers import (
+    EpsilonGreedyExplorer,
+    Explorer,
+    GreedyExplorer,
+    GumbelSoftmaxExplorer,
+    UCBExplorer,
+    WeightedExplorer,
+    WeightedSoftmaxExplorer,
+)
+from stagerl.policies.tabular import TabularQApproximator, TabularVApproximator
+from stagerl.policies.approximators import Approximator, TargetNetwork
+from stagerl.utils.returns import discount_rewards, generalized_advantage_estimation
+from stagerl.policies.random_policy import RandomPolicy
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
 from stagerl.core.run import Experiment, run
 
@@ -91,7 +106,24 @@ __all__ = [
     # envs
     "Env",
     "GymVectorEnv",
+    "GymEnv",
+    "RandomWalk1D",
     # policies
     "Policy",
     "Agent",
+    # explorers, approximators, learning utilities
+    "Explorer",
+    "EpsilonGreedyExplorer",
+    "GreedyExplorer",
+    "UCBExplorer",
+    "WeightedExplorer",
+    "WeightedSoftmaxExplorer",
+    "GumbelSoftmaxExplorer",
+    "TabularQApproximator",
+    "TabularVApproximator",
+    "Approximator",
+    "TargetNetwork",
+    "discount_rewards",
+    "generalized_advantage_estimation",
+    "RandomPolicy",
 ] + list(trajectories.__all__)
