@@ -1,0 +1,387 @@
+"""run() and Experiment: the staged loop of an experiment (DESIGN §3).
+
+The loop reads as the pseudocode of §3. What it calls at each stage is resolved once per
+experiment, not once per step: the policy, env and hook (and so the types dispatched on) stay the
+same for the whole run, so each ``push`` / ``optimise`` / ``plan`` call is looked up once with plum,
+the method found is called directly, and calls that land on a no-op fallback are left out. Only
+``push(policy, PostActStage(), env, action)`` depends on a value that can change type from step
+to step (the action); it is resolved once per type of action. The calls made, and their order,
+are exactly those of the plain loop (``tests/stagerl/core/test_run.py`` compares the two).
+"""
+
+from __future__ import annotations
+
+import functools
+import traceback
+from functools import partial
+from typing import Any
+
+import gymnasium
+import plum
+
+from stagerl.core import fallbacks
+from stagerl.core.dispatch import optimise, plan, push
+from stagerl.core.hooks import EmptyHook
+from stagerl.core.hooks_base import ComposedHook, Hook
+from stagerl.core.reset_conditions import ResetCondition, ResetIfEnvTerminated
+from stagerl.core.stages import (
+    PostActStage,
+    PostEpisodeStage,
+    PostExperimentStage,
+    PreActStage,
+    PreEpisodeStage,
+    PreExperimentStage,
+)
+from stagerl.core.stop_conditions import StopAfterNEpisodes, StopCondition
+from stagerl.envs.base import Env
+from stagerl.policies.base import Policy
+
+__all__ = ["run", "Experiment"]
+
+# Stages carry no data, so one instance of each serves every call.
+PRE_EXPERIMENT = PreExperimentStage()
+PRE_EPISODE = PreEpisodeStage()
+PRE_ACT = PreActStage()
+POST_ACT = PostActStage()
+POST_EPISODE = PostEpisodeStage()
+POST_EXPERIMENT = PostExperimentStage()
+
+# The fallbacks that do nothing: a call resolved to one of them is skipped.
+_NO_OP_NAMES = (
+    "_push_policy",
+    "_push_policy_action",
+    "_push_hook",
+    "_optimise_policy",
+    "_optimise_policy_trajectory",
+)
+
+
+def _fallback_implementations(function: plum.Function, names: tuple[str, ...]) -> frozenset:
+    # @dispatch returns the generic function, not the decorated one, so the plain functions are
+    # found among the registered methods.
+    return frozenset(
+        method.implementation
+        for method in function.methods
+        if method.implementation.__module__ == fallbacks.__name__
+        and method.implementation.__name__ in names
+    )
+
+
+@functools.cache
+def no_op_fallbacks() -> frozenset:
+    """The plain functions of the no-op fallbacks of ``push`` and ``optimise``.
+
+    Looked up on first use, not at import: reading ``Function.methods`` resolves every pending
+    registration, which must not happen while another module is half imported.
+    """
+    return _fallback_implementations(push, _NO_OP_NAMES) | _fallback_implementations(
+        optimise, _NO_OP_NAMES
+    )
+
+
+@functools.cache
+def _push_composed_hook() -> Any:
+    (implementation,) = _fallback_implementations(push, ("_push_composed_hook",))
+    return implementation
+
+
+_LOOKUP_ERRORS = (plum.NotFoundLookupError, plum.AmbiguousLookupError)
+
+
+def run(
+    policy: Policy,
+    env: Any,
+    stop_condition: StopCondition | None = None,
+    hook: Hook | None = None,
+    reset_condition: ResetCondition | None = None,
+) -> Hook:
+    """Run ``policy`` in ``env`` until ``stop_condition`` says stop; returns the hook.
+
+    Defaults (new ones for each call): ``StopAfterNEpisodes(1)``, ``EmptyHook()``,
+    ``ResetIfEnvTerminated()``. The order of the calls is that of DESIGN §3; PostExperiment is
+    announced also when the loop is left by an exception or Ctrl-C, which then propagates.
+
+    Example:
+        >>> import stagerl as rl
+        >>> hook = rl.run(rl.RandomPolicy(rng=0), rl.RandomWalk1D(),
+        ...               rl.StopAfterNSteps(10, progress=False), rl.StepsPerEpisode())
+        >>> sum(hook.steps) + hook.count
+        10
+    """
+    return Experiment(policy, env, stop_condition, hook, reset_condition).run().hook
+
+
+class Experiment:
+    """A policy, an env, a stop condition, a hook and a reset condition, run together.
+
+    Arguments are checked here, before anything runs; ``experiment.run()`` runs the loop and
+    returns the experiment. ``None`` for ``stop_condition`` or ``hook`` means the defaults of
+    :func:`run`.
+
+    Example:
+        >>> import stagerl as rl
+        >>> experiment = rl.Experiment(rl.RandomPolicy(rng=0), rl.RandomWalk1D(),
+        ...                            rl.StopAfterNEpisodes(2, progress=False),
+        ...                            rl.TotalRewardPerEpisode())
+        >>> len(experiment.run().hook.rewards)
+        2
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        env: Any,
+        stop_condition: StopCondition | None,
+        hook: Hook | None,
+        reset_condition: ResetCondition | None = None,
+    ) -> None:
+        self.policy = _checked_policy(policy)
+        self.env = _checked_env(env)
+        self.stop_condition = _checked_stop_condition(
+            StopAfterNEpisodes(1) if stop_condition is None else stop_condition
+        )
+        self.hook = _checked_hook(EmptyHook() if hook is None else hook)
+        self.reset_condition = _checked_reset_condition(
+            ResetIfEnvTerminated() if reset_condition is None else reset_condition
+        )
+
+    def run(self) -> Experiment:
+        """Run the loop of DESIGN §3 once; returns ``self``."""
+        policy, env, hook = self.policy, self.env, self.hook
+        try:
+            _run_stages(policy, env, self.stop_condition, hook, self.reset_condition)
+        except BaseException as error:  # Ctrl-C too: logs are flushed either way
+            _announce_post_experiment(policy, env, hook, error)
+            raise
+        _announce_post_experiment(policy, env, hook, None)
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"Experiment({self.policy!r}, {self.env!r}, {self.stop_condition!r}, {self.hook!r}, "
+            f"{self.reset_condition!r})"
+        )
+
+
+def _run_stages(policy, env, stop_condition, hook, reset_condition):
+    push(hook, PRE_EXPERIMENT, policy, env)  # hook first here
+    push(policy, PRE_EXPERIMENT, env)
+    calls = StageCalls(policy, env, hook)  # resolved after PreExperiment, which may register
+    stop = False
+    while not stop:
+        env.reset()
+        _refuse_finished_episode(env)
+        calls = calls.current()
+        pre_act, plan_action, post_act = calls.pre_act, calls.plan, calls.post_act
+        push_with_action = calls.push_with_action
+        for call in calls.pre_episode:  # push(policy, ...); optimise(policy, ...); push(hook, ...)
+            call()
+        while not reset_condition.check(policy, env):
+            for call in pre_act:
+                call()
+            action = plan_action()
+            env.act(action)
+            env.last_action = action
+            push_action = push_with_action[type(action)]
+            if push_action is not None:
+                push_action(policy, POST_ACT, env, action)  # the only push given the action
+            for call in post_act:  # optimise(policy, PostActStage()); push(hook, ...)
+                call()
+            if stop_condition.check(policy, env):  # once per step, after the PostAct hook
+                stop = True
+                break
+        for call in calls.post_episode:
+            call()
+
+
+class StageCalls:
+    """The calls of each stage for one policy, env and hook, resolved once with plum.
+
+    Each of ``pre_episode``, ``pre_act``, ``post_act`` (everything after the action push) and
+    ``post_episode`` is a tuple of argument-bound callables in the order of DESIGN §3, without the
+    calls that resolve to a no-op fallback; a :class:`ComposedHook` contributes its members' calls.
+    ``push_with_action[type(action)]`` is the resolved ``push(policy, PostActStage(), env,
+    action)`` method, or ``None`` for the no-op.
+
+    :meth:`current` re-resolves everything when a method was registered since, so the loop
+    always calls what plain dispatch would (checked once per episode).
+    """
+
+    def __init__(self, policy: Any, env: Any, hook: Any) -> None:
+        self.policy, self.env, self.hook = policy, env, hook
+        self.registrations = _registrations()
+        self.pre_episode = self._stage(PRE_EPISODE)
+        self.pre_act = self._stage(PRE_ACT)
+        self.post_act = self._stage(POST_ACT, with_policy_push=False)
+        self.post_episode = self._stage(POST_EPISODE)
+        (self.plan,) = _bound(plan, policy, env)  # plan has no no-op fallback
+        self.push_with_action = _PushWithAction(policy, env)
+
+    def current(self) -> StageCalls:
+        if _registrations() == self.registrations:
+            return self
+        return StageCalls(self.policy, self.env, self.hook)
+
+    def _stage(self, stage: Any, with_policy_push: bool = True) -> tuple:
+        policy, env = self.policy, self.env
+        calls = _bound(push, policy, stage, env) if with_policy_push else ()
+        return calls + _bound(optimise, policy, stage) + _hook_calls(self.hook, stage, policy, env)
+
+
+class _PushWithAction(dict):
+    """``push(policy, PostActStage(), env, action)`` by type of action, resolved on first sight."""
+
+    def __init__(self, policy: Any, env: Any) -> None:
+        super().__init__()
+        self.types = (type(policy), PostActStage, type(env))
+
+    def __missing__(self, action_type: type) -> Any:
+        try:
+            method, return_type = push._resolve_method_with_cache(types=(*self.types, action_type))
+        except _LOOKUP_ERRORS:
+            method = push  # the plain call raises it, at the moment the plain loop would
+        else:
+            if method in no_op_fallbacks():
+                method = None
+            elif return_type is not Any:
+                method = push  # plum converts annotated results: keep its call
+        self[action_type] = method
+        return method
+
+
+def _bound(function: plum.Function, *args: Any) -> tuple:
+    """The method ``function(*args)`` resolves to, bound to ``args``; ``()`` for a no-op."""
+    try:
+        method, return_type = function._resolve_method_with_cache(args=args)
+    except _LOOKUP_ERRORS:
+        return (partial(function, *args),)  # raises it when the plain loop would
+    if method in no_op_fallbacks():
+        return ()
+    if return_type is not Any:  # plum converts annotated results: keep its call
+        return (partial(function, *args),)
+    return (partial(method, *args),)
+
+
+def _hook_calls(hook: Any, stage: Any, policy: Any, env: Any) -> tuple:
+    try:
+        method, _ = push._resolve_method_with_cache(args=(hook, stage, policy, env))
+    except _LOOKUP_ERRORS:
+        method = None  # _bound below defers the error to the moment of the call
+    if method is _push_composed_hook():  # members run left to right, as the fallback runs them
+        return tuple(call for member in hook.hooks for call in _hook_calls(member, stage, policy, env))
+    return _bound(push, hook, stage, policy, env)
+
+
+def _registrations() -> tuple[int, ...]:
+    # Registering a method appends to a function's pending list; resolving moves it to the
+    # resolved list. Their summed lengths therefore change exactly when methods are added.
+    return tuple(len(f._pending) + len(f._resolved) for f in (push, plan, optimise))
+
+
+def _refuse_finished_episode(env: Any) -> None:
+    # Otherwise the reset condition is true at once, forever: an endless loop of empty episodes.
+    if env.is_terminated or env.is_truncated:
+        name = type(env).__name__
+        raise RuntimeError(
+            f"{name} is already terminated or truncated right after reset(); its reset() must "
+            f"start a new episode (is_terminated and is_truncated both False)"
+        )
+
+
+def _announce_post_experiment(policy: Any, env: Any, hook: Any, error: BaseException | None):
+    """PostExperiment for the policy, then the hook, each even if the other raised.
+
+    With ``error`` (the loop's exception) a failure here becomes a note on ``error``, which the
+    caller re-raises unchanged; without it the first failure is raised, the second noted on it.
+    """
+    calls = (
+        ("push(policy, PostExperimentStage(), env)", lambda: push(policy, POST_EXPERIMENT, env)),
+        (
+            "push(hook, PostExperimentStage(), policy, env)",
+            lambda: push(hook, POST_EXPERIMENT, policy, env),
+        ),
+    )
+    raised: BaseException | None = None
+    for description, call in calls:
+        try:
+            call()
+        except BaseException as failure:
+            if error is None and raised is None:
+                raised = failure
+            else:
+                _add_note(error or raised, f"while finishing, {description} raised:\n" + "".join(
+                    traceback.format_exception(type(failure), failure, failure.__traceback__)
+                ).rstrip())
+    if raised is not None:
+        raise raised
+
+
+def _add_note(error: BaseException, note: str) -> None:
+    add_note = getattr(error, "add_note", None)
+    if add_note is not None:
+        add_note(note)
+    else:  # Python 3.10: same attribute, shown by 3.11+ tracebacks and readable by tools
+        error.__notes__ = [*getattr(error, "__notes__", []), note]
+
+
+# ---- argument checks: wrong kinds fail here with the fix, not deep inside the loop ----
+
+
+def _checked_policy(policy: Any) -> Policy:
+    if not isinstance(policy, Policy):
+        raise TypeError(
+            f"run needs a stagerl.Policy as policy, got {policy!r} of type "
+            f"{type(policy).__name__}; subclass stagerl.Policy and define its plan with "
+            "@stagerl.plan.dispatch, or use stagerl.RandomPolicy()"
+        )
+    return policy
+
+
+def _checked_env(env: Any) -> Any:
+    if isinstance(env, Env):
+        return env
+    # Other objects with reset() and act() are driven too; a gymnasium env has no act().
+    if isinstance(env, gymnasium.Env) or not all(
+        callable(getattr(env, verb, None)) for verb in ("reset", "act")
+    ):
+        raise TypeError(
+            f"run needs a stagerl.Env as env, got {env!r} of type {type(env).__name__}; wrap a "
+            "gymnasium env or id in stagerl.GymEnv(...), or subclass stagerl.Env"
+        )
+    return env
+
+
+def _checked_stop_condition(stop_condition: Any) -> StopCondition:
+    if isinstance(stop_condition, StopCondition):
+        return stop_condition
+    if isinstance(stop_condition, int) and not isinstance(stop_condition, bool):
+        fix = f"to stop after {stop_condition} steps pass StopAfterNSteps({stop_condition})"
+    else:
+        fix = "pass e.g. StopAfterNSteps(n) or StopAfterNEpisodes(n), or subclass StopCondition"
+    raise TypeError(
+        f"stop_condition must be a stagerl.StopCondition, got {stop_condition!r} of type "
+        f"{type(stop_condition).__name__}; {fix}"
+    )
+
+
+def _checked_hook(hook: Any) -> Hook:
+    if isinstance(hook, Hook):
+        return hook
+    if callable(hook):
+        fix = "to call a function every step pass DoEveryNSteps(f), or subclass stagerl.Hook"
+    else:
+        fix = "pass e.g. TotalRewardPerEpisode(), compose hooks with +, or subclass stagerl.Hook"
+    raise TypeError(
+        f"hook must be a stagerl.Hook, got {hook!r} of type {type(hook).__name__}; {fix}"
+    )
+
+
+def _checked_reset_condition(reset_condition: Any) -> ResetCondition:
+    if isinstance(reset_condition, ResetCondition):
+        return reset_condition
+    raise TypeError(
+        f"reset_condition must be a stagerl.ResetCondition, got {reset_condition!r} of type "
+        f"{type(reset_condition).__name__}; pass e.g. ResetIfEnvTerminated() or "
+        "ResetAfterNSteps(n), or subclass ResetCondition"
+    )
+

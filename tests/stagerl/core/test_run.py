@@ -1,0 +1,517 @@
+"""run() and Experiment: the exact order of calls (DESIGN §3), errors, and the resolved loop.
+
+Test-only envs, policies and hooks record every call into one shared log.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import stagerl as rl
+from stagerl.core import run as run_module
+
+# ---- scripted components -------------------------------------------------------------------
+
+
+class CountingEnv(rl.Env):
+    """Episodes of ``length`` steps; ``state`` counts the steps, ``reward`` is the new state."""
+
+    def __init__(self, log=None, length=2, truncate=False, done_after_reset=False):
+        self.log = [] if log is None else log
+        self.length, self.truncate, self.done_after_reset = length, truncate, done_after_reset
+        self.t = 0
+
+    def reset(self):
+        self.log.append(("env.reset",))
+        self.t = 0
+
+    def act(self, action):
+        self.log.append(("env.act", action))
+        self.t += 1
+
+    @property
+    def state(self):
+        return self.t
+
+    @property
+    def reward(self):
+        return float(self.t)
+
+    @property
+    def is_terminated(self):
+        return (self.t >= self.length and not self.truncate) or self.done_after_reset
+
+    @property
+    def is_truncated(self):
+        return self.t >= self.length and self.truncate
+
+    @property
+    def action_space(self):
+        return None
+
+    @property
+    def state_space(self):
+        return None
+
+
+class RecordingPolicy(rl.Policy):
+    """Defines every push, optimise and plan and records them; plans the env's step count."""
+
+    def __init__(self, log, fail_at=None):
+        self.log, self.fail_at = log, fail_at
+
+
+def _name(stage):
+    return type(stage).__name__.removesuffix("Stage")
+
+
+@rl.push.dispatch
+def _push_recording_policy(policy: RecordingPolicy, stage: rl.Stage, env):
+    policy.log.append(("push policy", _name(stage)))
+    if policy.fail_at == ("push", _name(stage)):
+        raise ValueError(f"policy failed at {_name(stage)}")
+
+
+@rl.push.dispatch
+def _push_recording_policy_action(policy: RecordingPolicy, stage: rl.PostActStage, env, action):
+    policy.log.append(("push policy", "PostAct", action))
+
+
+@rl.optimise.dispatch
+def _optimise_recording_policy(policy: RecordingPolicy, stage: rl.Stage):
+    policy.log.append(("optimise", _name(stage)))
+
+
+@rl.plan.dispatch
+def _plan_recording_policy(policy: RecordingPolicy, env):
+    policy.log.append(("plan",))
+    if policy.fail_at == "plan":
+        raise ValueError("plan failed")
+    if policy.fail_at == "plan interrupt":
+        raise KeyboardInterrupt
+    return 10 + env.state
+
+
+class RecordingHook(rl.Hook):
+    def __init__(self, log, name="hook", fail_at=None):
+        self.log, self.name, self.fail_at = log, name, fail_at
+
+
+@rl.push.dispatch
+def _push_recording_hook(hook: RecordingHook, stage: rl.Stage, policy, env):
+    hook.log.append((f"push {hook.name}", _name(stage)))
+    if hook.fail_at == _name(stage):
+        raise OSError(f"{hook.name} failed at {_name(stage)}")
+
+
+class RecordingStop(rl.StopAfterNSteps):
+    def __init__(self, n, log):
+        super().__init__(n, progress=False)
+        self.log = log
+
+    def check(self, policy, env):
+        self.log.append(("stop.check",))
+        return super().check(policy, env)
+
+
+class RecordingReset(rl.ResetIfEnvTerminated):
+    def __init__(self, log):
+        self.log = log
+
+    def check(self, policy, env):
+        self.log.append(("reset.check",))
+        return super().check(policy, env)
+
+
+def step_calls(action, stop=True):
+    return [
+        ("reset.check",),
+        ("push policy", "PreAct"),
+        ("optimise", "PreAct"),
+        ("push hook", "PreAct"),
+        ("plan",),
+        ("env.act", action),
+        ("push policy", "PostAct", action),
+        ("optimise", "PostAct"),
+        ("push hook", "PostAct"),
+    ] + ([("stop.check",)] if stop else [])
+
+
+def episode_calls(actions, finished=True):
+    calls = [
+        ("env.reset",),
+        ("push policy", "PreEpisode"),
+        ("optimise", "PreEpisode"),
+        ("push hook", "PreEpisode"),
+    ]
+    for action in actions:
+        calls += step_calls(action)
+    if finished:
+        calls.append(("reset.check",))
+    return calls + [
+        ("push policy", "PostEpisode"),
+        ("optimise", "PostEpisode"),
+        ("push hook", "PostEpisode"),
+    ]
+
+
+START = [("push hook", "PreExperiment"), ("push policy", "PreExperiment")]
+END = [("push policy", "PostExperiment"), ("push hook", "PostExperiment")]
+
+
+def recorded_run(n_steps, length=2, **kwargs):
+    log = []
+    hook = RecordingHook(log)
+    returned = rl.run(
+        RecordingPolicy(log), CountingEnv(log, length=length, **kwargs), RecordingStop(n_steps, log),
+        hook, RecordingReset(log),
+    )
+    assert returned is hook
+    return log
+
+
+# ---- the order of calls -------------------------------------------------------------------
+
+
+def test_one_short_episode_follows_the_design_order_exactly():
+    log = []
+    hook = RecordingHook(log)
+    rl.run(RecordingPolicy(log), CountingEnv(log, length=2), rl.StopAfterNEpisodes(1, progress=False),
+           hook, RecordingReset(log))
+    assert log == [
+        ("push hook", "PreExperiment"),  # hook first here
+        ("push policy", "PreExperiment"),
+        ("env.reset",),
+        ("push policy", "PreEpisode"), ("optimise", "PreEpisode"), ("push hook", "PreEpisode"),
+        ("reset.check",),
+        ("push policy", "PreAct"), ("optimise", "PreAct"), ("push hook", "PreAct"),
+        ("plan",),
+        ("env.act", 10),
+        ("push policy", "PostAct", 10), ("optimise", "PostAct"), ("push hook", "PostAct"),
+        ("reset.check",),
+        ("push policy", "PreAct"), ("optimise", "PreAct"), ("push hook", "PreAct"),
+        ("plan",),
+        ("env.act", 11),
+        ("push policy", "PostAct", 11), ("optimise", "PostAct"), ("push hook", "PostAct"),
+        # the stop condition ends the run at the episode's end, before reset.check is asked again
+        ("push policy", "PostEpisode"), ("optimise", "PostEpisode"), ("push hook", "PostEpisode"),
+        ("push policy", "PostExperiment"),  # policy first here
+        ("push hook", "PostExperiment"),
+    ]
+
+
+def test_the_helpers_spell_out_the_same_order():
+    log = recorded_run(n_steps=2, length=2)
+    assert log == START + episode_calls([10, 11], finished=False) + END
+
+
+def test_stop_condition_cuts_an_episode_and_it_still_gets_post_episode():
+    log = recorded_run(n_steps=3, length=2)
+    expected = START + episode_calls([10, 11]) + episode_calls([10], finished=False) + END
+    assert log == expected
+
+
+def test_optimise_is_never_called_at_the_experiment_stages():
+    log = recorded_run(n_steps=5, length=2)
+    assert ("optimise", "PreExperiment") not in log and ("optimise", "PostExperiment") not in log
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 50])
+def test_stop_after_n_steps_makes_exactly_n_env_acts(n):
+    log = recorded_run(n_steps=n, length=3)
+    assert sum(call[0] == "env.act" for call in log) == n
+
+
+def test_truncated_episodes_end_like_terminated_ones():
+    log = recorded_run(n_steps=4, length=2, truncate=True)
+    assert log.count(("env.reset",)) == 2
+    assert log.count(("push hook", "PostEpisode")) == 2
+
+
+def test_default_stop_condition_is_one_episode_and_default_hook_is_a_fresh_empty_hook():
+    log = []
+    first = rl.run(RecordingPolicy(log), CountingEnv(log, length=3))
+    second = rl.run(RecordingPolicy(log), CountingEnv(log, length=3))
+    assert isinstance(first, rl.EmptyHook) and first is not second
+    assert log.count(("env.reset",)) == 2 and sum(c[0] == "env.act" for c in log) == 6
+
+
+def test_reset_after_n_steps_ends_episodes_of_a_continuing_task():
+    log = []
+    hook = rl.run(RecordingPolicy(log), CountingEnv(log, length=10**9),
+                  rl.StopAfterNSteps(7, progress=False), rl.StepsPerEpisode(),
+                  rl.ResetAfterNSteps(3))
+    assert hook.steps == [3, 3, 1]
+
+
+def test_env_last_action_is_set_right_after_act_for_any_env():
+    class DuckEnv:  # not an rl.Env: run still records the action
+        is_terminated = is_truncated = False
+        state, reward = 0, 0.0
+
+        def reset(self):
+            pass
+
+        def act(self, action):
+            pass
+
+    seen = []
+    env = DuckEnv()
+    hook = rl.DoEveryNSteps(lambda t, policy, env: seen.append(env.last_action))
+    rl.run(RecordingPolicy([]), env, rl.StopAfterNSteps(3, progress=False), hook)
+    assert seen == [10, 10, 10] and env.last_action == 10
+
+
+def test_experiment_holds_its_parts_and_run_returns_it():
+    log = []
+    hook = RecordingHook(log)
+    experiment = rl.Experiment(RecordingPolicy(log), CountingEnv(log), RecordingStop(2, log), hook)
+    assert isinstance(experiment.reset_condition, rl.ResetIfEnvTerminated)
+    assert experiment.run() is experiment and experiment.hook is hook
+    assert log[-2:] == END
+
+
+# ---- exceptions and Ctrl-C ----------------------------------------------------------------
+
+
+def test_an_exception_in_the_loop_still_announces_post_experiment_and_propagates_unchanged():
+    log = []
+    with pytest.raises(ValueError, match="plan failed") as caught:
+        rl.run(RecordingPolicy(log, fail_at="plan"), CountingEnv(log), hook=RecordingHook(log))
+    assert log[-3:] == [("plan",)] + END
+    assert not getattr(caught.value, "__notes__", [])
+
+
+def test_keyboard_interrupt_still_announces_post_experiment_and_propagates():
+    log = []
+    with pytest.raises(KeyboardInterrupt):
+        rl.run(RecordingPolicy(log, fail_at="plan interrupt"), CountingEnv(log),
+               hook=RecordingHook(log))
+    assert log[-2:] == END
+
+
+class FailingOnExitPolicy(RecordingPolicy):
+    pass
+
+
+@rl.push.dispatch
+def _push_failing_on_exit(policy: FailingOnExitPolicy, stage: rl.PostExperimentStage, env):
+    policy.log.append(("push policy", "PostExperiment"))
+    raise RuntimeError("policy could not save")
+
+
+def test_failures_while_finishing_become_notes_on_the_original_exception():
+    log = []
+    policy = FailingOnExitPolicy(log, fail_at="plan")
+    hook = RecordingHook(log, fail_at="PostExperiment")
+    with pytest.raises(ValueError, match="plan failed") as caught:
+        rl.run(policy, CountingEnv(log), hook=hook)
+    notes = caught.value.__notes__
+    assert len(notes) == 2
+    assert "push(policy, PostExperimentStage(), env)" in notes[0] and "could not save" in notes[0]
+    assert "push(hook, PostExperimentStage(), policy, env)" in notes[1]
+    assert "hook failed at PostExperiment" in notes[1]
+    assert log[-2:] == END  # the hook ran although the policy's push raised
+
+
+def test_a_failure_while_finishing_a_clean_run_is_raised_and_the_hook_still_runs():
+    log = []
+    with pytest.raises(ValueError, match="policy failed at PostExperiment") as caught:
+        rl.run(RecordingPolicy(log, fail_at=("push", "PostExperiment")), CountingEnv(log),
+               hook=RecordingHook(log, fail_at="PostExperiment"))
+    assert log[-2:] == END
+    assert "hook failed at PostExperiment" in caught.value.__notes__[0]
+
+
+def test_an_env_done_right_after_reset_raises_before_any_pre_episode_call():
+    log = []
+    with pytest.raises(RuntimeError, match="CountingEnv"):
+        rl.run(RecordingPolicy(log), CountingEnv(log, done_after_reset=True),
+               hook=RecordingHook(log))
+    assert log == START + [("env.reset",)] + END
+
+
+# ---- bad arguments ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"stop_condition": 100}, ["100", "StopAfterNSteps(100)"]),
+        ({"stop_condition": lambda p, e: True}, ["StopCondition"]),
+        ({"hook": print}, ["hook", "DoEveryNSteps"]),
+        ({"hook": "csv"}, ["'csv'", "Hook"]),
+        ({"reset_condition": rl.StopAfterNSteps(3, progress=False)}, ["ResetCondition",
+                                                                       "ResetAfterNSteps"]),
+    ],
+)
+def test_bad_arguments_raise_type_errors_naming_the_value_and_the_fix(kwargs, words):
+    log = []
+    with pytest.raises(TypeError) as caught:
+        rl.run(RecordingPolicy(log), CountingEnv(log), **kwargs)
+    for word in words:
+        assert word in str(caught.value)
+    assert log == []  # checked before anything ran
+
+
+def test_a_gymnasium_env_or_a_non_policy_is_refused_with_the_fix():
+    import gymnasium
+
+    with pytest.raises(TypeError, match="GymEnv"):
+        rl.run(RecordingPolicy([]), gymnasium.make("CartPole-v1"))
+    with pytest.raises(TypeError, match="stagerl.Policy"):
+        rl.run(object(), CountingEnv())
+
+
+# ---- the resolved loop makes exactly the calls of the plain one ---------------------------
+
+
+def plain_run(policy, env, stop_condition, hook, reset_condition):
+    """DESIGN §3 written out with a plum call for every call (the reference)."""
+    S = rl
+    rl.push(hook, S.PreExperimentStage(), policy, env)
+    rl.push(policy, S.PreExperimentStage(), env)
+    stop = False
+    try:
+        while not stop:
+            env.reset()
+            rl.push(policy, S.PreEpisodeStage(), env)
+            rl.optimise(policy, S.PreEpisodeStage())
+            rl.push(hook, S.PreEpisodeStage(), policy, env)
+            while not reset_condition.check(policy, env):
+                rl.push(policy, S.PreActStage(), env)
+                rl.optimise(policy, S.PreActStage())
+                rl.push(hook, S.PreActStage(), policy, env)
+                action = rl.plan(policy, env)
+                env.act(action)
+                env.last_action = action
+                rl.push(policy, S.PostActStage(), env, action)
+                rl.optimise(policy, S.PostActStage())
+                rl.push(hook, S.PostActStage(), policy, env)
+                if stop_condition.check(policy, env):
+                    stop = True
+                    break
+            rl.push(policy, S.PostEpisodeStage(), env)
+            rl.optimise(policy, S.PostEpisodeStage())
+            rl.push(hook, S.PostEpisodeStage(), policy, env)
+    finally:
+        rl.push(policy, S.PostExperimentStage(), env)
+        rl.push(hook, S.PostExperimentStage(), policy, env)
+    return hook
+
+
+class SparsePolicy(rl.Policy):
+    """Defines only a few stages; plans actions of changing types (int, str, numpy int)."""
+
+    def __init__(self, log):
+        self.log, self.t = log, 0
+
+
+@rl.plan.dispatch
+def _plan_sparse(policy: SparsePolicy, env):
+    policy.t += 1
+    policy.log.append(("plan", policy.t))
+    return (policy.t, f"a{policy.t}", np.int64(policy.t))[policy.t % 3]
+
+
+@rl.push.dispatch
+def _push_sparse_pre_act(policy: SparsePolicy, stage: rl.PreActStage, env):
+    policy.log.append(("sparse PreAct",))
+
+
+@rl.push.dispatch
+def _push_sparse_str_action(policy: SparsePolicy, stage: rl.PostActStage, env, action: str):
+    policy.log.append(("sparse PostAct str", action))
+
+
+@rl.optimise.dispatch
+def _optimise_sparse(policy: SparsePolicy, stage: rl.PostEpisodeStage):
+    policy.log.append(("sparse optimise PostEpisode",))
+
+
+class EpisodeHook(rl.Hook):
+    def __init__(self, log, name):
+        self.log, self.name = log, name
+
+
+@rl.push.dispatch
+def _push_episode_hook(hook: EpisodeHook, stage: rl.PreEpisodeStage, policy, env):
+    hook.log.append((hook.name, "PreEpisode"))
+
+
+@rl.push.dispatch
+def _push_episode_hook_post_act(hook: EpisodeHook, stage: rl.PostActStage, policy, env):
+    hook.log.append((hook.name, "PostAct", env.last_action))
+
+
+class LoggingStepsPerEpisode(rl.StepsPerEpisode):
+    pass
+
+
+def _scenarios(log):
+    """(policy, env, stop, hook, reset) builders covering skipped, composed and typed calls."""
+    return {
+        "recording": lambda: (RecordingPolicy(log), CountingEnv(log, length=3),
+                              RecordingStop(8, log), RecordingHook(log), RecordingReset(log)),
+        "sparse composed": lambda: (
+            SparsePolicy(log), CountingEnv(log, length=4), RecordingStop(11, log),
+            EpisodeHook(log, "a") + rl.StepsPerEpisode() + RecordingHook(log, "b")
+            + rl.EmptyHook() + EpisodeHook(log, "c"),
+            RecordingReset(log)),
+        "nested composed, continuing": lambda: (
+            SparsePolicy(log), CountingEnv(log, length=10**9), RecordingStop(9, log),
+            rl.ComposedHook(rl.ComposedHook(EpisodeHook(log, "x")), LoggingStepsPerEpisode()),
+            rl.ResetAfterNSteps(2)),
+        "nothing to call": lambda: (
+            SparsePolicy(log), CountingEnv(log, length=2), RecordingStop(5, log), rl.EmptyHook(),
+            RecordingReset(log)),
+    }
+
+
+@pytest.mark.parametrize("scenario", list(_scenarios([])))
+def test_the_resolved_loop_makes_exactly_the_calls_of_the_plain_loop(scenario):
+    plain_log, resolved_log = [], []
+    plain_hook = plain_run(*_scenarios(plain_log)[scenario]())
+    resolved_hook = rl.run(*_scenarios(resolved_log)[scenario]())
+    assert resolved_log == plain_log
+    assert len(resolved_log) > 10
+    steps = lambda hook: [getattr(h, "steps", None) for h in getattr(hook, "hooks", (hook,))]
+    assert steps(resolved_hook) == steps(plain_hook)
+
+
+class LateHook(rl.Hook):
+    """Gets its PostAct method only while a run is under way."""
+
+
+def test_a_method_registered_during_the_run_is_called_from_the_next_episode_on():
+    log = []
+
+    def register_once(t, policy, env):
+        if t == 1:
+            @rl.push.dispatch
+            def _push_late(hook: LateHook, stage: rl.PostActStage, policy, env):
+                log.append(("late", env.state))
+
+    hook = rl.DoEveryNEpisodes(register_once) + LateHook()
+    rl.run(RecordingPolicy([]), CountingEnv([], length=2), rl.StopAfterNSteps(4, progress=False),
+           hook)
+    assert log == [("late", 1), ("late", 2)]
+
+
+def test_skipped_calls_are_exactly_the_no_op_fallbacks():
+    names = sorted(f.__name__ for f in run_module.no_op_fallbacks())
+    assert names == ["_optimise_policy", "_optimise_policy_trajectory", "_push_hook",
+                     "_push_policy", "_push_policy_action"]
+
+
+def test_a_stop_signal_set_from_another_thread_ends_the_run():
+    signal = rl.StopSignal()
+    timer = threading.Timer(0.05, signal.set)
+    timer.start()
+    hook = rl.run(RecordingPolicy([]), CountingEnv([], length=10**9), signal,
+                  rl.StepsPerEpisode())
+    timer.join()
+    assert signal.is_set() and hook.steps[0] > 0
