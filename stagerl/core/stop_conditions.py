@@ -106,7 +106,7 @@ class StopAfterNSteps(StopCondition):
             self._bar.close()
             self._next_redraw = math.inf
         else:
-            self._next_redraw = min(self.step + self._every, self.n)
+            self._next_redraw = min((self.step // self._every + 1) * self._every, self.n)
 
 
 @dataclass
