@@ -4,4 +4,28 @@ Circular-buffer traces, episode bookkeeping, an insert/sample-ratio controller a
 samplers, in numpy (torch only where a sampler is given a device). Re-exports only.
 """
 
-__all__: list[str] = []
+from trajectories._casting import CastError, TraceKeyError
+from trajectories.buffers import CircularArrayBuffer, ElasticArrayBuffer
+from trajectories.presets import (
+    CircularArraySARTSATraces,
+    CircularArraySARTSTraces,
+    CircularArraySLARTTraces,
+    ElasticArraySARTSATraces,
+    ElasticArraySARTSTraces,
+)
+from trajectories.traces import MultiplexTraces, Trace, Traces
+
+__all__: list[str] = [
+    "CastError",
+    "TraceKeyError",
+    "CircularArrayBuffer",
+    "ElasticArrayBuffer",
+    "Trace",
+    "Traces",
+    "MultiplexTraces",
+    "CircularArraySARTSTraces",
+    "CircularArraySARTSATraces",
+    "CircularArraySLARTTraces",
+    "ElasticArraySARTSTraces",
+    "ElasticArraySARTSATraces",
+]

@@ -1,0 +1,361 @@
+"""Named columns of frames: `Trace`, `Traces`, `MultiplexTraces`, composed with ``+``.
+
+A `Traces` is a tuple of *slots*; each slot owns one buffer. A plain slot carries one name; a
+multiplex slot carries two names for one buffer, so each state is stored once::
+
+    buffer of MultiplexTraces("state", "next_state"):   s0 s1 s2 s3      (n = 4 frames)
+    t["state"]       rows 0..n-2:                        s0 s1 s2
+    t["next_state"]  rows 1..n-1:                           s1 s2 s3
+    row i = (state=buffer[i], next_state=buffer[i+1]);   len = max(0, n - 1)
+
+Row ``i`` of a `Traces` is frame ``i`` of every plain slot and the pair above of every
+multiplex slot; ``len`` is the shortest column.
+
+Lockstep: in a layout that has a multiplex slot, the first one (the states) *leads*: a push that
+overflows its ring drops the oldest frame of every other slot too, whether or not that slot is
+full. This keeps rows aligned when slots fill at different moments (the action multiplex of a
+SARTSA layout holds one frame less than the states mid-episode). Layouts without a multiplex
+behave as independent rings.
+
+Internal contract (shared with `EpisodesBuffer`, the samplers and the wrappers):
+
+- ``keys()`` all names; ``slots`` the names of each slot (``(("state", "next_state"),
+  ("action",), ...)``), only pushable storage; ``capacity``; ``len``; ``t[...]``.
+- ``push(**row)``: each given name gets one frame (a subset is a partial insert).
+  ``append(**rows)``: each given name gets many frames (counts may differ per name).
+  ``pad(**row)``: ``push(**row)`` plus one zero frame for every plain slot not named (the first
+  state of a new episode). Every write validates the whole row first and writes nothing on error.
+- ``take(name, idx)``: column ``name`` at logical rows ``idx`` (valid int64 array); for the
+  right name of a multiplex it reads buffer rows ``idx + 1``.
+- ``pop()``, ``popleft()`` (one frame off every non-empty slot; return the removed row),
+  ``clear()``, ``empty_copy(capacity=None)`` (same layout, dtypes and frame shapes, empty).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trajectories._casting import TraceKeyError
+from trajectories.buffers import ElasticArrayBuffer, _capacity, _FrameBuffer
+
+__all__ = ["Trace", "Traces", "MultiplexTraces"]
+
+
+def _as_buffer(storage) -> _FrameBuffer:
+    if isinstance(storage, Trace):
+        return storage.buffer
+    if isinstance(storage, _FrameBuffer):
+        return storage
+    if isinstance(storage, (list, tuple, np.ndarray)):
+        if len(storage) == 0:  # dtype and frame shape come from the first value pushed
+            return ElasticArrayBuffer(shape=None, dtype=None)
+        arr = np.asarray(storage)
+        buf = ElasticArrayBuffer(arr.shape[1:], arr.dtype)
+        buf.append(arr)
+        return buf
+    raise TypeError(f"a trace is made from a CircularArrayBuffer, ElasticArrayBuffer, list or "
+                    f"array, got {type(storage).__name__}")
+
+
+class Trace:
+    """One column of frames: a buffer (or list, array) seen as a trace.
+
+    Args:
+        storage: a `CircularArrayBuffer`, `ElasticArrayBuffer`, list or array (lists and arrays
+            become an `ElasticArrayBuffer` holding their items as frames).
+
+    Example:
+        >>> t = Trace([1, 2, 3])
+        >>> t.push(4); len(t), int(t[-1]), np.asarray(t)
+        (4, 4, array([1, 2, 3, 4]))
+    """
+
+    def __init__(self, storage=()):
+        self.buffer = _as_buffer(storage)
+
+    def __len__(self):
+        return len(self.buffer)
+
+    def __getitem__(self, i):
+        return self.buffer[i]
+
+    def __array__(self, dtype=None, copy=None):
+        return self.buffer.__array__(dtype)
+
+    capacity = property(lambda self: self.buffer.capacity)
+
+    def take(self, idx):
+        return self.buffer.take(idx)
+
+    def push(self, x):
+        self.buffer.push(x)
+
+    def append(self, xs):
+        self.buffer.append(xs)
+
+    def pop(self):
+        return self.buffer.pop()
+
+    def popleft(self):
+        return self.buffer.popleft()
+
+    def clear(self):
+        self.buffer.clear()
+
+    def __repr__(self):
+        return f"Trace({self.buffer!r})"
+
+
+class Traces:
+    """Named columns of equal row count, pushed and read row-wise or column-wise.
+
+    Args:
+        **columns: name -> `CircularArrayBuffer`, `ElasticArrayBuffer`, `Trace`, list or array.
+
+    Example:
+        >>> from trajectories.buffers import CircularArrayBuffer
+        >>> t = Traces(a=[1, 2], b=CircularArrayBuffer(3, dtype=np.float32))
+        >>> t.push(b=0.5)                      # a partial insert: only `b`
+        >>> t.push(a=3, b=1.5)
+        >>> len(t), t["a"], t[0]
+        (2, array([1, 2, 3]), {'a': np.int64(1), 'b': np.float32(0.5)})
+        >>> t[0:2]["b"]
+        array([0.5, 1.5], dtype=float32)
+        >>> (t + MultiplexTraces("s", "s2", [])).keys()
+        ('a', 'b', 's', 's2')
+    """
+
+    def __init__(self, **columns):
+        self._init_slots([((name,), _as_buffer(col)) for name, col in columns.items()])
+
+    @classmethod
+    def _from_slots(cls, specs):
+        obj = object.__new__(cls)
+        obj._init_slots(specs)
+        return obj
+
+    def _init_slots(self, specs):
+        names = [n for slot, _ in specs for n in slot]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"trace names must be unique, got {dup} twice; rename one of them")
+        self._specs = list(specs)
+        self._names = tuple(names)
+        self.slots = tuple(slot for slot, _ in specs)
+        self._bufs = tuple(buf for _, buf in specs)
+        self._mux = tuple(len(slot) == 2 for slot in self.slots)
+        self._where = {}  # name -> (slot index, buffer, row offset)
+        for i, (slot, buf) in enumerate(specs):
+            buf._name = slot[0]
+            for off, name in enumerate(slot):
+                self._where[name] = (i, buf, off)
+        self._leader = next((b for b, m in zip(self._bufs, self._mux, strict=True) if m), None)
+        self._plans = {}      # tuple(row keys) -> precomputed write plan, for push
+        self._pad_plans = {}  # the same for pad
+
+    # -- layout -------------------------------------------------------------------------------
+    def keys(self) -> tuple:
+        return self._names
+
+    def __contains__(self, name) -> bool:
+        return name in self._where
+
+    @property
+    def capacity(self):
+        """The most rows the traces can hold (``inf`` when unbounded)."""
+        caps = [b.capacity - m for b, m in zip(self._bufs, self._mux, strict=True)]
+        return min(caps) if caps else math.inf
+
+    def __len__(self) -> int:
+        n = min((len(b) - m for b, m in zip(self._bufs, self._mux, strict=True)), default=0)
+        return max(0, n)
+
+    def __add__(self, other):
+        if not isinstance(other, Traces):
+            return NotImplemented
+        return Traces._from_slots(self._specs + other._specs)
+
+    # -- read ---------------------------------------------------------------------------------
+    def take(self, name: str, idx: np.ndarray) -> np.ndarray:
+        """Column ``name`` at logical rows ``idx`` (a valid int64 array, no bounds checks)."""
+        _, buf, off = self._where[name]
+        return buf.take(idx + 1 if off else idx)
+
+    def _column(self, name):
+        if name not in self._where:
+            raise TraceKeyError(f"no trace named {name!r}; the traces are {self._names}")
+        i, buf, off = self._where[name]
+        col = np.asarray(buf)
+        if not self._mux[i]:
+            return col
+        return col[1:] if off else col[:-1]
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return self._column(key)
+        n = len(self)
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if not -n <= key < n:
+                raise IndexError(f"row {key} out of range for {n} rows")
+            i = key + n if key < 0 else key
+            return {name: buf[i + off] for name, (_, buf, off) in self._where.items()}
+        idx = _row_indices(key, n)
+        return {name: self.take(name, idx) for name in self._names}
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    # -- write --------------------------------------------------------------------------------
+    def _plan(self, keys, pad: bool):
+        seen = {}
+        for name in keys:
+            if name not in self._where:
+                raise TraceKeyError(f"unknown trace {name!r}; the traces are {self._names}")
+            i = self._where[name][0]
+            if i in seen:
+                raise ValueError(f"got both {seen[i]!r} and {name!r}, two names of one "
+                                 f"multiplexed trace; push only one of them")
+            seen[i] = name
+        writes = tuple((name, self._where[name][1]._put) for name in keys)
+        padded = [b for i, (b, m) in enumerate(zip(self._bufs, self._mux, strict=True))
+                  if pad and not m and i not in seen]
+        written = [self._bufs[i] for i in seen] + padded
+        others = tuple(b for b in self._bufs if all(b is not w for w in written))
+        lead = self._leader if any(b is self._leader for b in written) else None
+        plan = (writes, tuple(b._put for b in padded), tuple(b._commit for b in written),
+                lead, others)
+        cache = self._pad_plans if pad else self._plans
+        if len(cache) < 64:  # a layout sees a handful of key sets; never grow without bound
+            cache[tuple(keys)] = plan
+        return plan
+
+    def _push(self, row: dict, plan) -> None:
+        writes, pads, commits, lead, others = plan
+        # 1. write every value into its buffer's spare slot: this is where bad input raises,
+        #    and nothing is visible yet.
+        for name, put in writes:
+            put(row[name])
+        for put in pads:
+            put(0)
+        # 2. commit: move the ring pointers; the leader's overflow evicts a row everywhere.
+        evict = lead is not None and lead._len == lead._cap
+        for commit in commits:
+            commit(evict)
+        if evict:
+            for b in others:
+                if b._len:
+                    b._drop_front(1)
+
+    def push(self, **row) -> None:
+        """Push one frame to each named trace (a subset of names is a partial insert)."""
+        plan = self._plans.get(tuple(row))
+        self._push(row, plan if plan is not None else self._plan(tuple(row), False))
+
+    def pad(self, **row) -> None:
+        """`push` plus one zero frame for every plain (non-multiplex) slot not named."""
+        plan = self._pad_plans.get(tuple(row))
+        self._push(row, plan if plan is not None else self._plan(tuple(row), True))
+
+    def append(self, **rows) -> None:
+        """Append many frames per named trace (first axis), all validated before writing."""
+        writes, _, _, lead, others = self._plan(tuple(rows), False)
+        frames = [(self._where[name][1], self._where[name][1]._prepare(rows[name]))
+                  for name, _ in writes]
+        evict_n = 0
+        if lead is not None and math.isfinite(lead.capacity):
+            k = next(len(f) for b, f in frames if b is lead)
+            evict_n = max(0, lead._len + k - lead._cap)
+        for buf, f in frames:
+            buf._extend_commit(f, evict_n)
+        for b in others:
+            b._drop_front(min(evict_n, b._len))
+
+    def _check_nonempty(self, what):
+        if all(len(b) == 0 for b in self._bufs):
+            raise IndexError(f"{what} from empty traces")
+
+    def pop(self) -> dict:
+        """Remove the newest frame of every non-empty slot; return the removed row (``{}``
+        when there was no complete row)."""
+        self._check_nonempty("pop")
+        row = self[len(self) - 1] if len(self) else {}
+        for b in self._bufs:
+            if b._len:
+                b._drop_back()
+        return row
+
+    def popleft(self) -> dict:
+        """Remove the oldest frame of every non-empty slot; return the removed row."""
+        self._check_nonempty("popleft")
+        row = self[0] if len(self) else {}
+        for b in self._bufs:
+            if b._len:
+                b._drop_front(1)
+        return row
+
+    def clear(self) -> None:
+        for b in self._bufs:
+            b.clear()
+
+    def empty_copy(self, capacity=None):
+        """A new, empty traces object of the same layout, dtypes and frame shapes; ``capacity``
+        (rows) replaces the current one, multiplex slots keeping their extra frame."""
+        if capacity is not None:
+            capacity = _capacity(capacity)
+        cap = self.capacity
+        specs = []
+        for slot, buf in self._specs:
+            if capacity is None or not math.isfinite(buf.capacity):
+                specs.append((slot, buf.empty_copy()))
+            else:
+                specs.append((slot, buf.empty_copy(buf.capacity - cap + capacity)))
+        return type(self)._from_slots(specs)
+
+    def __repr__(self) -> str:
+        cols = ", ".join("/".join(s) for s in self.slots)
+        return f"{type(self).__name__}({cols}; len={len(self)}, capacity={self.capacity})"
+
+
+def _row_indices(key, n) -> np.ndarray:
+    if isinstance(key, slice):
+        return np.arange(n, dtype=np.int64)[key]
+    idx = np.asarray(key)
+    if idx.dtype == np.bool_:
+        if idx.shape != (n,):
+            raise IndexError(f"boolean row index of shape {idx.shape} for {n} rows")
+        return np.flatnonzero(idx)
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"rows are indexed by int, slice or int array, got {key!r}")
+    idx = idx.astype(np.int64)
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"row index {key!r} out of range for {n} rows")
+    return np.where(idx < 0, idx + n, idx)
+
+
+class MultiplexTraces(Traces):
+    """One buffer seen under two names: ``left`` = rows ``0..n-2``, ``right`` = rows ``1..n-1``.
+
+    Pushing either name pushes onto the shared buffer; both names in one push raise
+    ``ValueError`` before anything is written.
+
+    Args:
+        left: the first name (``"state"``).
+        right: the second name (``"next_state"``).
+        storage: a buffer, list or array holding the frames.
+
+    Example:
+        >>> from trajectories.buffers import CircularArrayBuffer
+        >>> t = MultiplexTraces("state", "next_state", CircularArrayBuffer(3, dtype=np.int64))
+        >>> for s in range(4):
+        ...     t.push(state=s)
+        >>> t["state"], t["next_state"], len(t)
+        (array([1, 2]), array([2, 3]), 2)
+    """
+
+    def __init__(self, left: str, right: str, storage=()):
+        if not (isinstance(left, str) and isinstance(right, str)):
+            raise TypeError(f"MultiplexTraces takes two names, got {left!r} and {right!r}")
+        self._init_slots([((left, right), _as_buffer(storage))])
