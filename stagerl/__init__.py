@@ -44,6 +44,8 @@ from stagerl.envs.base import Env
 from stagerl.envs.vector import GymVectorEnv
 from stagerl.envs.gym import GymEnv
 from stagerl.envs.random_walk import RandomWalk1D
+from stagerl.envs.toy import FixedLengthEnv
+from stagerl.envs.checker import EnvCheckError, check_env
 from stagerl.policies.base import Policy
 from stagerl.policies.agent import Agent
 from stagerl.policies.explorers import (
@@ -108,6 +110,9 @@ __all__ = [
     "GymVectorEnv",
     "GymEnv",
     "RandomWalk1D",
+    "FixedLengthEnv",
+    "check_env",
+    "EnvCheckError",
     # policies
     "Policy",
     "Agent",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import sys
+import warnings
 from typing import Any
 
 import gymnasium
@@ -246,7 +247,9 @@ class GymEnv(Env):
         """
         if not isinstance(error, _OutOfRange):
             try:
-                valid = bool(self._action_space.contains(action))
+                with warnings.catch_warnings():  # Box.contains warns while casting lists
+                    warnings.simplefilter("ignore")
+                    valid = bool(self._action_space.contains(action))
             except Exception:
                 valid = False
             if valid:

@@ -65,7 +65,7 @@ class RandomPolicy(Policy):
         self._masked = hasattr(type(env), "legal_actions_mask") or hasattr(
             env, "legal_actions_mask"
         )
-        if space is self._space:
+        if space is self._space and space is not None:
             return
         if not isinstance(space, gymnasium.spaces.Space):
             raise TypeError(
