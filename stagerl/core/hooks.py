@@ -256,9 +256,7 @@ def _push_do_every_n_episodes_pre(hook: DoEveryNEpisodes, stage: PreEpisodeStage
 
 
 @push.dispatch
-def _push_do_every_n_episodes_post(
-    hook: DoEveryNEpisodes, stage: PostEpisodeStage, policy, env
-):
+def _push_do_every_n_episodes_post(hook: DoEveryNEpisodes, stage: PostEpisodeStage, policy, env):
     _count_episode(hook, stage, policy, env)
 
 

@@ -1,4 +1,4 @@
-"""The Hook base class and hook composition (the built-in hooks live in :mod:`stagerl.core.hooks`)."""
+"""The Hook base class and hook composition (built-in hooks: :mod:`stagerl.core.hooks`)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ import plum
 from stagerl.core import fallbacks
 from stagerl.core.dispatch import optimise, plan, push
 from stagerl.core.hooks import EmptyHook
-from stagerl.core.hooks_base import ComposedHook, Hook
+from stagerl.core.hooks_base import Hook
 from stagerl.core.reset_conditions import ResetCondition, ResetIfEnvTerminated
 from stagerl.core.stages import (
     PostActStage,
@@ -268,7 +268,8 @@ def _hook_calls(hook: Any, stage: Any, policy: Any, env: Any) -> tuple:
     except _LOOKUP_ERRORS:
         method = None  # _bound below defers the error to the moment of the call
     if method is _push_composed_hook():  # members run left to right, as the fallback runs them
-        return tuple(call for member in hook.hooks for call in _hook_calls(member, stage, policy, env))
+        members = hook.hooks
+        return tuple(call for m in members for call in _hook_calls(m, stage, policy, env))
     return _bound(push, hook, stage, policy, env)
 
 
@@ -309,11 +310,16 @@ def _announce_post_experiment(policy: Any, env: Any, hook: Any, error: BaseExcep
             if error is None and raised is None:
                 raised = failure
             else:
-                _add_note(error or raised, f"while finishing, {description} raised:\n" + "".join(
-                    traceback.format_exception(type(failure), failure, failure.__traceback__)
-                ).rstrip())
+                _add_note(
+                    error or raised, f"while finishing, {description} raised:\n" + _told(failure)
+                )
     if raised is not None:
         raise raised
+
+
+def _told(failure: BaseException) -> str:
+    lines = traceback.format_exception(type(failure), failure, failure.__traceback__)
+    return "".join(lines).rstrip()
 
 
 def _add_note(error: BaseException, note: str) -> None:
@@ -384,4 +390,3 @@ def _checked_reset_condition(reset_condition: Any) -> ResetCondition:
         f"{type(reset_condition).__name__}; pass e.g. ResetIfEnvTerminated() or "
         "ResetAfterNSteps(n), or subclass ResetCondition"
     )
-

@@ -50,15 +50,15 @@ def test_every_method_signature_is_faithful(function, method):
         unfaithful += [] if plum.is_faithful(signature.varargs) else [signature.varargs]
     assert not unfaithful, (
         f"{method.implementation.__module__}.{method.implementation.__qualname__} annotates the "
-        f"unfaithful type(s) {unfaithful}; this turns off plum's cache for every {function.__name__}"
-        " call. Use plain classes, ABCs or unions of them."
+        f"unfaithful type(s) {unfaithful}; this turns off plum's cache for every "
+        f"{function.__name__} call. Use plain classes, ABCs or unions of them."
     )
     assert signature.is_faithful
 
 
 @pytest.mark.parametrize("name, function", list(GENERIC_FUNCTIONS.items()))
 def test_every_generic_function_caches_by_argument_types(name, function):
-    function.methods  # resolves what is pending, as the first call would
+    assert function.methods  # reading them resolves what is pending, as a first call would
     assert function._resolver.is_faithful
 
 

@@ -8,7 +8,8 @@ import pytest
 
 import stagerl as rl
 
-PRE_EXPERIMENT, PRE_EPISODE, PRE_ACT = rl.PreExperimentStage(), rl.PreEpisodeStage(), rl.PreActStage()
+PRE_EXPERIMENT, PRE_EPISODE = rl.PreExperimentStage(), rl.PreEpisodeStage()
+PRE_ACT = rl.PreActStage()
 POST_ACT, POST_EPISODE = rl.PostActStage(), rl.PostEpisodeStage()
 POST_EXPERIMENT = rl.PostExperimentStage()
 ALL_STAGES = (PRE_EXPERIMENT, PRE_EPISODE, PRE_ACT, POST_ACT, POST_EPISODE, POST_EXPERIMENT)

@@ -166,8 +166,8 @@ def recorded_run(n_steps, length=2, **kwargs):
     log = []
     hook = RecordingHook(log)
     returned = rl.run(
-        RecordingPolicy(log), CountingEnv(log, length=length, **kwargs), RecordingStop(n_steps, log),
-        hook, RecordingReset(log),
+        RecordingPolicy(log), CountingEnv(log, length=length, **kwargs),
+        RecordingStop(n_steps, log), hook, RecordingReset(log),
     )
     assert returned is hook
     return log
@@ -179,8 +179,8 @@ def recorded_run(n_steps, length=2, **kwargs):
 def test_one_short_episode_follows_the_design_order_exactly():
     log = []
     hook = RecordingHook(log)
-    rl.run(RecordingPolicy(log), CountingEnv(log, length=2), rl.StopAfterNEpisodes(1, progress=False),
-           hook, RecordingReset(log))
+    rl.run(RecordingPolicy(log), CountingEnv(log, length=2),
+           rl.StopAfterNEpisodes(1, progress=False), hook, RecordingReset(log))
     assert log == [
         ("push hook", "PreExperiment"),  # hook first here
         ("push policy", "PreExperiment"),
@@ -451,6 +451,23 @@ class LoggingStepsPerEpisode(rl.StepsPerEpisode):
     pass
 
 
+class LoggingTrajectory:
+    """What an Agent needs of a trajectory: push (logged)."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def push(self, **step):
+        self.log.append(("trajectory.push", tuple(sorted(step.items()))))
+
+
+@rl.push.dispatch
+def _push_sparse_agent_str(
+    agent: rl.Agent[SparsePolicy, object], stage: rl.PostActStage, env: object, action: str
+):
+    agent.trajectory.log.append(("agent PostAct str", action))
+
+
 def _scenarios(log):
     """(policy, env, stop, hook, reset) builders covering skipped, composed and typed calls."""
     return {
@@ -465,6 +482,10 @@ def _scenarios(log):
             SparsePolicy(log), CountingEnv(log, length=10**9), RecordingStop(9, log),
             rl.ComposedHook(rl.ComposedHook(EpisodeHook(log, "x")), LoggingStepsPerEpisode()),
             rl.ResetAfterNSteps(2)),
+        "agent with a user method for one action type": lambda: (
+            rl.Agent(SparsePolicy(log), LoggingTrajectory(log)), CountingEnv(log, length=3),
+            RecordingStop(10, log), rl.TotalRewardPerEpisode() + RecordingHook(log),
+            RecordingReset(log)),
         "nothing to call": lambda: (
             SparsePolicy(log), CountingEnv(log, length=2), RecordingStop(5, log), rl.EmptyHook(),
             RecordingReset(log)),

@@ -1,0 +1,124 @@
+"""The run loop's own cost, side by side with a raw gymnasium loop (DESIGN §12).
+
+Three loops over the same number of CartPole-v1 steps, interleaved in each repetition so that
+machine noise hits them alike:
+
+* raw:   ``env.step(env.action_space.sample())`` and ``env.reset()`` when done (the reference);
+* bare:  ``run(RandomPolicy(), GymEnv(...), StopAfterNSteps(n))``            budget >= 0.75x raw;
+* agent: the same with ``Agent(RandomPolicy(), Trajectory(CircularArraySARTSTraces(...),
+  BatchSampler(32), InsertSampleRatioController()))`` and
+  ``TotalRewardPerEpisode() + StepsPerEpisode()``                            budget >= 0.50x raw.
+
+Printed: median steps/s of each loop and the median of the per-repetition ratios to raw.
+
+    python benchmarks/loop.py                  # 200k steps, 5 repetitions
+    python benchmarks/loop.py --steps 20000 --repeats 3 --check   # exit 1 if a budget is missed
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+# Run as a script, this folder comes first on sys.path, and its trajectories.py benchmark would
+# shadow the trajectories package that stagerl imports.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import gymnasium  # noqa: E402
+import numpy as np  # noqa: E402
+
+import stagerl as rl  # noqa: E402
+
+BUDGETS = {"bare": 0.75, "agent": 0.5}
+LABELS = {
+    "raw": "raw gymnasium loop (env.step(action_space.sample()))",
+    "bare": "run(RandomPolicy(), GymEnv, StopAfterNSteps)",
+    "agent": "run(Agent(RandomPolicy, SARTS Trajectory), 2 hooks)",
+}
+
+
+def raw_loop(env_id: str, steps: int, seed: int) -> float:
+    env = gymnasium.make(env_id)
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    start = time.perf_counter()
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        if terminated or truncated:
+            env.reset()
+    return steps / (time.perf_counter() - start)
+
+
+def bare_loop(env_id: str, steps: int, seed: int) -> float:
+    policy, env = rl.RandomPolicy(rng=seed), rl.GymEnv(env_id, seed=seed)
+    start = time.perf_counter()
+    rl.run(policy, env, rl.StopAfterNSteps(steps, progress=False))
+    return steps / (time.perf_counter() - start)
+
+
+def agent_loop(env_id: str, steps: int, seed: int) -> float:
+    env = rl.GymEnv(env_id, seed=seed)
+    space = env.state_space
+    traces = rl.CircularArraySARTSTraces(
+        capacity=min(steps, 100_000),
+        state=(np.float32, space.shape),
+        action=(np.int64, ()),
+    )
+    trajectory = rl.Trajectory(
+        traces, rl.BatchSampler(32, rng=seed), rl.InsertSampleRatioController()
+    )
+    agent = rl.Agent(rl.RandomPolicy(rng=seed), trajectory)
+    hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
+    start = time.perf_counter()
+    rl.run(agent, env, rl.StopAfterNSteps(steps, progress=False), hook)
+    seconds = time.perf_counter() - start
+    if sum(hook[1].steps) + hook[1].count != steps:
+        raise RuntimeError("the agent loop did not make the steps it was asked for")
+    return steps / seconds
+
+
+LOOPS = {"raw": raw_loop, "bare": bare_loop, "agent": agent_loop}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--env", default="CartPole-v1")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a budget is missed")
+    args = parser.parse_args(argv)
+
+    for loop in LOOPS.values():  # warm-up: imports, plum's caches, allocator
+        loop(args.env, min(args.steps, 5_000), 0)
+
+    rates: dict[str, list[float]] = {name: [] for name in LOOPS}
+    for repeat in range(args.repeats):
+        for name, loop in LOOPS.items():
+            rates[name].append(loop(args.env, args.steps, seed=repeat))
+
+    print(
+        f"stagerl loop benchmark: {args.env}, {args.steps:,} steps x {args.repeats} repetitions "
+        f"(medians; ratio = median of per-repetition ratios to raw)"
+    )
+    print(f"{'loop':<56}{'steps/s':>10}{'us/step':>9}{'ratio':>8}  budget")
+    missed = []
+    for name in LOOPS:
+        median = statistics.median(rates[name])
+        ratio = statistics.median(r / raw for r, raw in zip(rates[name], rates["raw"], strict=True))
+        budget = BUDGETS.get(name)
+        verdict = ""
+        if budget is not None:
+            ok = ratio >= budget
+            verdict = f">= {budget:.2f}  {'ok' if ok else 'MISSED'}"
+            if not ok:
+                missed.append(name)
+        print(f"{LABELS[name]:<56}{median:>10,.0f}{1e6 / median:>9.2f}{ratio:>8.2f}  {verdict}")
+    return 1 if (args.check and missed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
