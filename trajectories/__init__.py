@@ -6,12 +6,22 @@ samplers, in numpy (torch only where a sampler is given a device). Re-exports on
 
 from trajectories._casting import CastError, TraceKeyError
 from trajectories.buffers import CircularArrayBuffer, ElasticArrayBuffer
+from trajectories.normalization import NormalizedTraces, Normalizer
 from trajectories.presets import (
     CircularArraySARTSATraces,
     CircularArraySARTSTraces,
     CircularArraySLARTTraces,
     ElasticArraySARTSATraces,
     ElasticArraySARTSTraces,
+)
+from trajectories.prioritized import CircularPrioritizedTraces, SumTree
+from trajectories.samplers import (
+    BatchSampler,
+    DummySampler,
+    EpisodesSampler,
+    MetaSampler,
+    MultiBatchSampler,
+    NStepBatchSampler,
 )
 from trajectories.traces import MultiplexTraces, Trace, Traces
 
@@ -28,4 +38,14 @@ __all__: list[str] = [
     "CircularArraySLARTTraces",
     "ElasticArraySARTSTraces",
     "ElasticArraySARTSATraces",
+    "SumTree",
+    "CircularPrioritizedTraces",
+    "Normalizer",
+    "NormalizedTraces",
+    "DummySampler",
+    "BatchSampler",
+    "MetaSampler",
+    "MultiBatchSampler",
+    "NStepBatchSampler",
+    "EpisodesSampler",
 ]

@@ -247,3 +247,191 @@ class SumTree:
         rng = np.random.default_rng(rng)
         vs = (np.arange(batch_size) + rng.random(batch_size)) * (self.total / batch_size)
         return self.get_batch(np.minimum(vs, self.total))
+
+
+class CircularPrioritizedTraces:
+    """Traces with a ``key`` and a ``priority`` for every stored row, for prioritised replay.
+
+    Keys are consecutive integers from 0, one per stored row: every push that adds a row to the
+    plain (non-multiplex) columns takes the next key with ``default_priority``; a padding row
+    (``pad``, the boundary before a new episode) takes the next key with priority 0 and keeps it,
+    so it is never drawn; a push of multiplex names only (an episode's first state into an empty
+    buffer, a ``next_action`` completion) adds no row and takes no key. The stored keys always
+    form one consecutive range, so a key maps to its row by subtraction.
+
+    Args:
+        traces: bounded traces (a preset such as ``CircularArraySARTSTraces``).
+        default_priority: the priority of each new row.
+
+    Example:
+        >>> from trajectories import CircularArraySARTSTraces
+        >>> t = CircularPrioritizedTraces(CircularArraySARTSTraces(capacity=3))
+        >>> t.push(state=0)
+        >>> for s in (1, 2, 3, 4):
+        ...     t.push(state=s, action=0, reward=1.0, terminal=False)
+        >>> t["key"].tolist(), t["priority"].tolist()
+        ([1, 2, 3], [1.0, 1.0, 1.0])
+        >>> t.set_priority([0, 2], [5.0, 0.5])   # key 0 is gone: ignored
+        >>> t["priority"].tolist()
+        [1.0, 0.5, 1.0]
+    """
+
+    def __init__(self, traces, default_priority: float = 1.0):
+        if not hasattr(traces, "keys") or not hasattr(traces, "slots"):
+            raise TypeError(f"CircularPrioritizedTraces wraps traces, got {type(traces).__name__}")
+        capacity = getattr(traces, "capacity", None)
+        if not isinstance(capacity, (int, np.integer)) or capacity <= 0:
+            raise ValueError(f"CircularPrioritizedTraces needs bounded traces, got capacity={capacity}")
+        if not (np.isfinite(default_priority) and default_priority >= 0):
+            raise ValueError(f"default_priority must be finite and >= 0, got {default_priority}")
+        clash = {"key", "priority"} & set(traces.keys())
+        if clash:
+            raise ValueError(f"traces already have {sorted(clash)}; those names are the wrapper's")
+        self.traces = traces
+        self.default_priority = float(default_priority)
+        self.priorities = SumTree(int(capacity))
+        self._is_pad = np.zeros(int(capacity), dtype=bool)  # by the tree's physical slot
+        self._plain = frozenset(s[0] for s in traces.slots if len(s) == 1)
+        self._next_key = 0
+        self._plain_rows = _row_counter(traces, self._plain)
+        self._sync(self._plain_rows(), self.default_priority)
+
+    def __repr__(self) -> str:
+        return (f"CircularPrioritizedTraces({self.traces!r}, "
+                f"default_priority={self.default_priority})")
+
+    # -- the traces interface ----------------------------------------------------------------
+    def keys(self):
+        return ("key", "priority") + tuple(self.traces.keys())
+
+    @property
+    def slots(self):
+        # key and priority are written by the wrapper, never pushed: not slots of a push
+        return self.traces.slots
+
+    @property
+    def capacity(self):
+        return self.traces.capacity
+
+    def __len__(self) -> int:
+        return len(self.traces)
+
+    @property
+    def first_key(self) -> int:
+        return self._next_key - len(self.priorities)
+
+    def _phys(self, idx):
+        tree = self.priorities
+        return (tree._first + np.asarray(idx, dtype=np.int64)) % tree.capacity
+
+    def take(self, name, idx):
+        """Column ``name`` at logical rows ``idx`` (no checks); ``key`` and ``priority`` too."""
+        if name == "key":
+            return self.first_key + np.asarray(idx, dtype=np.int64)
+        if name == "priority":
+            tree = self.priorities
+            return tree._tree[self._phys(idx) + tree._n_leaves]
+        return self.traces.take(name, idx)
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            if key == "key":
+                return np.arange(self.first_key, self._next_key, dtype=np.int64)
+            if key == "priority":
+                return np.asarray(self.priorities)
+            return self.traces[key]
+        row = self.traces[key]  # raises IndexError for a row out of range
+        if isinstance(key, slice):
+            rows = np.arange(*key.indices(len(self)))
+        else:
+            rows = np.int64(key + len(self) if key < 0 else key)
+        return {"key": self.take("key", rows), "priority": self.take("priority", rows), **row}
+
+    def set_priority(self, keys, values) -> None:
+        """Set the priorities of the rows with these keys; keys no longer stored are ignored."""
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1)
+        values = np.asarray(values, dtype=np.float64).reshape(-1)
+        if keys.size != values.size:
+            raise ValueError(f"set_priority got {keys.size} keys and {values.size} values; "
+                             "give one priority per key")
+        if not np.all(np.isfinite(values)) or np.any(values < 0):
+            raise ValueError(f"priorities must be finite and non-negative, got {values!r}")
+        rows = keys - self.first_key
+        stored = (rows >= 0) & (rows < len(self.priorities))
+        rows, values = rows[stored], values[stored]
+        real = ~self._is_pad[self._phys(rows)]  # padding rows keep priority 0: never drawn
+        rows, values = rows[real], values[real]
+        if rows.size:
+            self.priorities[rows] = values
+
+    # -- writes: the inner traces validate and write first, then the tree follows -------------
+    def _sync(self, added: int, priority: float = 0.0, padding: bool = False,
+              from_back: bool = False) -> None:
+        """Give the ``added`` new rows keys, then drop the tree's rows that the traces dropped
+        (a full layout evicts its oldest row in lockstep, also on a push without a plain row)."""
+        tree = self.priorities
+        if added:
+            if added == 1:
+                tree.push(priority)
+            else:
+                tree.append(np.full(added, priority))
+            new = np.arange(len(tree) - min(added, tree.capacity), len(tree))
+            self._is_pad[self._phys(new)] = padding
+            self._next_key += added
+        for _ in range(len(tree) - self._plain_rows()):
+            if from_back:
+                tree.pop()
+                self._next_key -= 1  # the stored keys stay one consecutive range
+            else:
+                tree.popleft()
+
+    def push(self, **row) -> None:
+        self.traces.push(**row)
+        self._sync(0 if self._plain.isdisjoint(row) else 1, self.default_priority)
+
+    def pad(self, **row) -> None:
+        self.traces.pad(**row)
+        self._sync(1 if self._plain else 0, 0.0, padding=True)
+
+    def append(self, **rows) -> None:
+        self.traces.append(**rows)
+        given = [k for k in rows if k in self._plain]
+        self._sync(len(rows[given[0]]) if given else 0, self.default_priority)
+
+    def _with_key(self, row, key, priority):
+        return {"key": key, "priority": priority, **row} if isinstance(row, dict) and row else row
+
+    def pop(self):
+        key, priority = self._next_key - 1, self.priorities[-1] if len(self.priorities) else None
+        row = self.traces.pop()
+        self._sync(0, from_back=True)
+        return self._with_key(row, key, priority)
+
+    def popleft(self):
+        key, priority = self.first_key, self.priorities[0] if len(self.priorities) else None
+        row = self.traces.popleft()
+        self._sync(0)
+        return self._with_key(row, key, priority)
+
+    def clear(self) -> None:
+        self.traces.clear()
+        self.priorities.clear()
+        self._is_pad[:] = False  # keys go on counting: a stale key never names a new row
+
+    def empty_copy(self, capacity=None):
+        return CircularPrioritizedTraces(self.traces.empty_copy(capacity), self.default_priority)
+
+
+def _row_counter(traces, plain):
+    """A function giving the number of rows in the plain columns: O(1) through the buffer of a
+    `Traces` (also under wrappers), else by reading the column."""
+    if not plain:
+        return lambda: 0
+    name = min(plain)
+    inner = traces
+    while inner is not None and not hasattr(inner, "_where"):
+        inner = getattr(inner, "traces", None)
+    if inner is not None:
+        buffer = inner._where[name][1]
+        return buffer.__len__
+    return lambda: len(traces[name])

@@ -1,0 +1,458 @@
+"""Samplers: turn a container (an EpisodesBuffer, or bare traces) into batches.
+
+A batch is a dict from trace name to a contiguous numpy array, or to a torch tensor on
+``device`` when the sampler is given one. Rows are drawn among the *sampleable* rows only: those
+that are complete transitions inside one episode (every row of bare traces).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .prioritized import CircularPrioritizedTraces
+
+# Uniform draws use rejection: draw among all rows and redraw the few that are not sampleable.
+# That is exactly uniform over the sampleable rows and costs O(batch) instead of the O(capacity)
+# scan of the sampleable mask. When fewer than this share of rows is sampleable (a buffer of
+# many tiny episodes, or mostly padding), listing the sampleable rows once is cheaper.
+_MIN_ACCEPTANCE = 0.25
+_MAX_ROUNDS = 8
+
+
+def _rng(rng):
+    if rng is not None and not isinstance(rng, (int, np.integer, np.random.Generator)):
+        raise TypeError(f"rng must be an int seed or a np.random.Generator, got {type(rng).__name__}")
+    return np.random.default_rng(rng)
+
+
+def _check_positive(owner, **values):
+    for name, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{owner}: {name} must be an int, got {name}={v!r}")
+        if v <= 0:
+            raise ValueError(f"{owner}: {name} must be positive, got {name}={v}")
+
+
+def _check_names(names):
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"names must be a tuple of trace names, got names={names!r}")
+    return tuple(names)
+
+
+def _device(device):
+    if device is None:
+        return None
+    import torch  # only samplers given a device need torch
+
+    return torch.device(device)
+
+
+def _to_device(batch: dict, device) -> dict:
+    import torch
+
+    out = {}
+    for name, value in batch.items():
+        tensor = torch.from_numpy(np.ascontiguousarray(value))
+        if device.type == "cuda":  # pinned host memory makes the copy asynchronous
+            tensor = tensor.pin_memory().to(device, non_blocking=True)
+        elif device.type != "cpu":
+            tensor = tensor.to(device)
+        out[name] = tensor
+    return out
+
+
+def _layer(container, cls):
+    """The first object of type ``cls`` down the ``.traces`` chain (EpisodesBuffer, wrappers)."""
+    while container is not None:
+        if isinstance(container, cls):
+            return container
+        container = getattr(container, "traces", None)
+    return None
+
+
+def _episodic(container) -> bool:
+    return hasattr(container, "is_sampleable_at")
+
+
+class _Rows:
+    """Draws logical row indices of a container, uniformly or by priority, never a row that
+    ``accept`` refuses (nor, in an EpisodesBuffer, a non-sampleable row)."""
+
+    def __init__(self, who: str, rng):
+        self.who = who
+        self.rng = rng
+
+    def _empty(self):
+        return ValueError(f"{self.who} cannot sample an empty trajectory")
+
+    def _none_ok(self):
+        return ValueError(f"{self.who} found no sampleable row in the trajectory "
+                          "(every stored row is an episode boundary or still incomplete)")
+
+    def _ok(self, container, n, accept):
+        ep = _episodic(container)
+        if not ep and accept is None:
+            return None
+        def ok(idx):
+            mask = container.is_sampleable_at(idx) if ep else np.ones(idx.shape, dtype=bool)
+            return mask & accept(idx) if accept is not None else mask
+        return ok
+
+    def uniform(self, container, batch_size: int, accept=None) -> np.ndarray:
+        rng, n = self.rng, len(container)
+        if n == 0:
+            raise self._empty()
+        ok = self._ok(container, n, accept)
+        if ok is None:
+            return rng.integers(n, size=batch_size)
+        share = 1.0
+        if _episodic(container):
+            n_ok = container.n_sampleable
+            if n_ok == 0:
+                raise self._none_ok()
+            share = min(1.0, n_ok / n)
+        if share >= _MIN_ACCEPTANCE:
+            # draw a few extra so that one round almost always suffices
+            m = int(batch_size / share * 1.1) + 8
+            idx = rng.integers(n, size=m)
+            idx = idx[ok(idx)]
+            for _ in range(_MAX_ROUNDS):
+                if idx.size >= batch_size:
+                    return idx[:batch_size]
+                more = rng.integers(n, size=m)
+                idx = np.concatenate([idx, more[ok(more)]])
+        else:
+            idx = np.zeros(0, dtype=np.int64)
+        candidates = np.flatnonzero(ok(np.arange(n)))
+        if candidates.size == 0:
+            raise self._none_ok()
+        fill = candidates[rng.integers(candidates.size, size=batch_size - idx.size)]
+        return np.concatenate([idx, fill])
+
+    def prioritized(self, container, tree, batch_size: int, accept=None):
+        """Stratified over the tree's total; rows refused are redrawn proportionally."""
+        rng, n = self.rng, len(container)
+        if n == 0:
+            raise self._empty()
+        total = tree.total
+        if not total > 0:
+            raise ValueError(f"{self.who} cannot sample: every stored priority is 0")
+        ok = self._ok(container, n, accept)
+        idx, _ = tree.sample(batch_size, rng)
+        good = idx < n if ok is None else (idx < n) & ok(np.minimum(idx, n - 1))
+        for _ in range(_MAX_ROUNDS):
+            bad = np.flatnonzero(~good)
+            if not bad.size:
+                return idx
+            redraw, _ = tree.get_batch(rng.random(bad.size) * total)
+            idx[bad] = redraw
+            good[bad] = redraw < n if ok is None else (redraw < n) & ok(np.minimum(redraw, n - 1))
+        bad = np.flatnonzero(~good)
+        if not bad.size:
+            return idx
+        p = np.asarray(tree)[:n]
+        if ok is not None:
+            p = p * ok(np.arange(n))
+        c = np.cumsum(p)
+        if not c[-1] > 0:
+            raise self._none_ok()
+        idx[bad] = np.minimum(np.searchsorted(c, rng.random(bad.size) * c[-1], side="right"), n - 1)
+        return idx
+
+
+def _resolve_names(who, container, names):
+    keys = tuple(container.keys())
+    if names is None:
+        return keys
+    unknown = [n for n in names if n not in keys]
+    if unknown:
+        raise ValueError(f"{who}: unknown trace names {unknown}; available traces: {keys}")
+    return names
+
+
+class DummySampler:
+    """Hands over the container itself (on-policy learners iterate it whole).
+
+    Example:
+        >>> DummySampler().sample([1, 2, 3])
+        [1, 2, 3]
+    """
+
+    def sample(self, container):
+        return container
+
+    def __repr__(self) -> str:
+        return "DummySampler()"
+
+
+class BatchSampler:
+    """Uniform sampling with replacement over the sampleable rows.
+
+    On prioritised traces rows are drawn proportionally to their priority (stratified over the
+    sum tree's total) and the batch also carries ``key`` and ``priority``.
+
+    Args:
+        batch_size: rows per batch.
+        names: the traces to put in the batch (default: all).
+        rng: an int seed or a ``np.random.Generator``.
+        device: when given (``"cpu"``, ``"cuda"``...), batches are torch tensors there.
+
+    Example:
+        >>> from trajectories import CircularArraySARTSTraces
+        >>> traces = CircularArraySARTSTraces(capacity=10)
+        >>> traces.append(state=np.arange(6), action=np.zeros(5, dtype=np.int64),
+        ...               reward=np.arange(5, dtype=np.float32), terminal=np.zeros(5, dtype=bool))
+        >>> batch = BatchSampler(4, names=("state", "next_state", "reward"), rng=0).sample(traces)
+        >>> batch["next_state"].tolist() == (batch["state"] + 1).tolist()
+        True
+        >>> batch["reward"].shape
+        (4,)
+    """
+
+    def __init__(self, batch_size: int, names=None, rng=None, device=None):
+        _check_positive("BatchSampler", batch_size=batch_size)
+        self.batch_size = int(batch_size)
+        self.names = _check_names(names)
+        self.rng = _rng(rng)
+        self.device = _device(device)
+        self._rows = _Rows(f"BatchSampler(batch_size={self.batch_size})", self.rng)
+
+    def __repr__(self) -> str:
+        return f"BatchSampler(batch_size={self.batch_size}, names={self.names})"
+
+    def sample(self, container) -> dict:
+        names = _resolve_names(self._rows.who, container, self.names)
+        prioritized = _layer(container, CircularPrioritizedTraces)
+        if prioritized is None:
+            idx = self._rows.uniform(container, self.batch_size)
+        else:
+            idx = self._rows.prioritized(container, prioritized.priorities, self.batch_size)
+            names = names + tuple(n for n in ("key", "priority") if n not in names)
+        take = container.take
+        batch = {name: take(name, idx) for name in names}
+        return batch if self.device is None else _to_device(batch, self.device)
+
+
+class MetaSampler:
+    """Several samplers at once: a dict of batches, one per named sampler, for one controller
+    sample (e.g. a policy batch and a value batch of different sizes).
+
+    Example:
+        >>> from trajectories import CircularArraySARTSTraces
+        >>> traces = CircularArraySARTSTraces(capacity=10)
+        >>> traces.append(state=np.arange(4), action=np.zeros(3, dtype=np.int64),
+        ...               reward=np.ones(3, dtype=np.float32), terminal=np.zeros(3, dtype=bool))
+        >>> meta = MetaSampler(policy=BatchSampler(2, rng=0), value=BatchSampler(5, rng=1))
+        >>> {k: len(b["state"]) for k, b in meta.sample(traces).items()}
+        {'policy': 2, 'value': 5}
+    """
+
+    def __init__(self, **samplers):
+        if not samplers:
+            raise ValueError("MetaSampler needs at least one named sampler, e.g. "
+                             "MetaSampler(policy=BatchSampler(32))")
+        for name, s in samplers.items():
+            if not hasattr(s, "sample"):
+                raise TypeError(f"MetaSampler: {name}= must be a sampler, got {type(s).__name__}")
+        self.samplers = samplers
+
+    def __repr__(self) -> str:
+        return f"MetaSampler({', '.join(f'{k}={v!r}' for k, v in self.samplers.items())})"
+
+    def sample(self, container) -> dict:
+        return {name: s.sample(container) for name, s in self.samplers.items()}
+
+
+class MultiBatchSampler:
+    """``n`` batches from one sampler for one controller sample (e.g. n gradient steps).
+
+    Example:
+        >>> from trajectories import CircularArraySARTSTraces
+        >>> traces = CircularArraySARTSTraces(capacity=10)
+        >>> traces.append(state=np.arange(4), action=np.zeros(3, dtype=np.int64),
+        ...               reward=np.ones(3, dtype=np.float32), terminal=np.zeros(3, dtype=bool))
+        >>> batches = MultiBatchSampler(BatchSampler(2, rng=0), 3).sample(traces)
+        >>> len(batches), len(batches[0]["reward"])
+        (3, 2)
+    """
+
+    def __init__(self, sampler, n: int):
+        if not hasattr(sampler, "sample"):
+            raise TypeError(f"MultiBatchSampler needs a sampler, got {type(sampler).__name__}")
+        _check_positive("MultiBatchSampler", n=n)
+        self.sampler = sampler
+        self.n = int(n)
+
+    def __repr__(self) -> str:
+        return f"MultiBatchSampler({self.sampler!r}, n={self.n})"
+
+    def sample(self, container) -> list:
+        return [self.sampler.sample(container) for _ in range(self.n)]
+
+
+def _slots(container):
+    slots = getattr(container, "slots", None)
+    return slots if slots is not None else _slots(container.traces)
+
+
+class NStepBatchSampler:
+    """Batches of n-step transitions, cut at episode ends, optionally with stacked frames.
+
+    For a sampled row ``i`` with ``ns = min(n, episode_length - step_number + 1)``:
+    ``reward = r_i + gamma r_{i+1} + ... + gamma^(ns-1) r_{i+ns-1}``,
+    ``terminal = terminal_{i+ns-1}``, ``next_state`` and every other right-hand multiplex name
+    (``next_action``, ``next_legal_actions_mask``) at row ``i+ns-1``, every other trace at row
+    ``i``. With ``stack_size=k``, ``state`` and ``next_state`` come as ``(batch, k, *frame)``
+    windows ending at their row, and only rows with at least ``k`` states in their episode are
+    drawn. On bare traces (no episode bookkeeping) ``ns`` is cut at the first terminal and at the
+    newest row; ``ns`` never reaches past the newest complete row (a SARTSA row still waiting for
+    its next action).
+
+    Args:
+        n: the most steps summed.
+        gamma: the discount, in [0, 1].
+        batch_size: rows per batch.
+        stack_size: frames per stacked state, or None for plain states.
+        names: the traces to put in the batch (default: all).
+        rng: an int seed or a ``np.random.Generator``.
+        device: when given, batches are torch tensors there.
+
+    Example:
+        >>> from trajectories import CircularArraySARTSTraces
+        >>> traces = CircularArraySARTSTraces(capacity=10)
+        >>> traces.append(state=np.arange(4), action=np.zeros(3, dtype=np.int64),
+        ...               reward=np.ones(3, dtype=np.float32), terminal=np.zeros(3, dtype=bool))
+        >>> batch = NStepBatchSampler(n=2, gamma=0.5, batch_size=64, rng=0).sample(traces)
+        >>> sorted(set(zip(batch["state"].tolist(), batch["reward"].tolist(),
+        ...                batch["next_state"].tolist())))
+        [(0, 1.5, 2), (1, 1.5, 3), (2, 1.0, 3)]
+    """
+
+    def __init__(self, n: int, gamma: float, batch_size: int = 32, stack_size=None,
+                 names=None, rng=None, device=None):
+        _check_positive("NStepBatchSampler", n=n, batch_size=batch_size)
+        if stack_size is not None:
+            _check_positive("NStepBatchSampler", stack_size=stack_size)
+        if not (isinstance(gamma, (int, float, np.floating)) and 0 <= gamma <= 1):
+            raise ValueError(f"NStepBatchSampler: gamma must be in [0, 1], got gamma={gamma!r}")
+        self.n, self.gamma, self.batch_size = int(n), float(gamma), int(batch_size)
+        self.stack_size = None if stack_size is None else int(stack_size)
+        self.names = _check_names(names)
+        self.rng = _rng(rng)
+        self.device = _device(device)
+        who = f"NStepBatchSampler(n={self.n}, batch_size={self.batch_size})"
+        self._rows = _Rows(who, self.rng)
+
+    def __repr__(self) -> str:
+        return (f"NStepBatchSampler(n={self.n}, gamma={self.gamma}, batch_size={self.batch_size},"
+                f" stack_size={self.stack_size}, names={self.names})")
+
+    def _accept(self, container):
+        k = self.stack_size
+        if k is None or k == 1:
+            return None
+        if _episodic(container):
+            return lambda idx: (idx >= k - 1) & (container.step_number_at(idx) >= k)
+        return lambda idx: idx >= k - 1
+
+    def _n_steps(self, container, idx, n_rows):
+        """ns per sampled row: n cut at the episode end and at the newest complete row."""
+        ns = np.minimum(self.n, n_rows - idx)
+        if _episodic(container):
+            left = container.episode_length_at(idx) - container.step_number_at(idx) + 1
+            return np.maximum(np.minimum(ns, left), 1)
+        if self.n > 1 and "terminal" in container.keys():
+            ahead = np.arange(self.n)
+            done = container.take("terminal", np.minimum(idx[:, None] + ahead, n_rows - 1))
+            first_done = np.where(done.any(axis=1), done.argmax(axis=1) + 1, self.n)
+            ns = np.minimum(ns, first_done)
+        return ns
+
+    def sample(self, container) -> dict:
+        names = _resolve_names(self._rows.who, container, self.names)
+        accept = self._accept(container)
+        prioritized = _layer(container, CircularPrioritizedTraces)
+        if prioritized is None:
+            idx = self._rows.uniform(container, self.batch_size, accept)
+        else:
+            idx = self._rows.prioritized(container, prioritized.priorities, self.batch_size, accept)
+            names = names + tuple(n for n in ("key", "priority") if n not in names)
+        n_rows = len(container)
+        ns = self._n_steps(container, idx, n_rows)
+        last = idx + ns - 1
+        right = {s[1] for s in _slots(container) if len(s) == 2} | {"terminal"}
+        window = None if self.stack_size is None else np.arange(1 - self.stack_size, 1)
+        take, batch = container.take, {}
+        for name in names:
+            if name == "reward":
+                batch[name] = self._discounted(container, idx, ns, n_rows)
+            elif window is not None and name in ("state", "next_state"):
+                end = idx if name == "state" else last
+                batch[name] = take(name, end[:, None] + window)
+            else:
+                batch[name] = take(name, last if name in right else idx)
+        return batch if self.device is None else _to_device(batch, self.device)
+
+    def _discounted(self, container, idx, ns, n_rows):
+        if self.n == 1:
+            return container.take("reward", idx)
+        ahead = np.arange(self.n)
+        r = container.take("reward", np.minimum(idx[:, None] + ahead, n_rows - 1))
+        w = np.where(ahead < ns[:, None], self.gamma**ahead, 0.0)
+        total = (r * w.reshape(w.shape + (1,) * (r.ndim - 2))).sum(axis=1)
+        return total.astype(r.dtype if r.dtype.kind == "f" else np.float32)
+
+
+class EpisodesSampler:
+    """All stored episodes, oldest first: a list with one ``{name: array}`` per episode.
+
+    The first episode may be cut by the ring; the episode still being collected is included
+    (with empty arrays when it has no transition yet). On bare traces episodes end after each
+    ``terminal`` row.
+
+    Args:
+        names: the traces to put in each episode (default: all).
+
+    Example:
+        >>> from trajectories import CircularArraySARTSTraces
+        >>> traces = CircularArraySARTSTraces(capacity=10)
+        >>> traces.append(state=np.arange(5), action=np.zeros(4, dtype=np.int64),
+        ...               reward=np.ones(4, dtype=np.float32),
+        ...               terminal=np.array([False, True, False, False]))
+        >>> [ep["state"].tolist() for ep in EpisodesSampler(names=("state",)).sample(traces)]
+        [[0, 1], [2, 3]]
+    """
+
+    def __init__(self, names=None):
+        self.names = _check_names(names)
+
+    def __repr__(self) -> str:
+        return f"EpisodesSampler(names={self.names})"
+
+    def _episode_rows(self, container) -> list:
+        n_rows = len(container)
+        if _episodic(container):
+            steps = np.asarray(container.step_numbers)
+            if steps.size == 0:
+                return []
+            ok = np.asarray(container.sampleable_inds, dtype=bool)
+            starts = np.flatnonzero(steps == 1)
+            if starts.size == 0 or starts[0] != 0:
+                starts = np.concatenate([[0], starts])  # the first episode, cut by the ring
+            ends = np.append(starts[1:], steps.size)
+            return [a + np.flatnonzero(ok[a:b]) for a, b in zip(starts, ends)]
+        if n_rows == 0:
+            return []
+        if "terminal" not in container.keys():
+            return [np.arange(n_rows)]
+        done = np.asarray(container.take("terminal", np.arange(n_rows))).reshape(n_rows, -1)
+        ends = np.flatnonzero(done.any(axis=1)) + 1
+        bounds = np.concatenate([[0], ends[ends < n_rows], [n_rows]])
+        return [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def sample(self, container) -> list:
+        names = _resolve_names(f"{self!r}", container, self.names)
+        return [{name: container.take(name, rows) for name in names}
+                for rows in self._episode_rows(container)]
