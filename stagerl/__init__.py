@@ -62,6 +62,7 @@ from stagerl.policies.approximators import Approximator, TargetNetwork
 from stagerl.utils.returns import discount_rewards, generalized_advantage_estimation
 from stagerl.policies.random_policy import RandomPolicy
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
+from stagerl.core import vector_hooks as _vector_hooks  # registers per-sub-env hook methods
 from stagerl.core.run import Experiment, run
 
 __all__ = [

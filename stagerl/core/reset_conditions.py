@@ -33,6 +33,9 @@ class ResetCondition:
 class ResetIfEnvTerminated(ResetCondition):
     """True when the episode ended: ``env.is_terminated or env.is_truncated`` (the default).
 
+    Never true for a vector env (flags as arrays): its sub-envs reset themselves, so the run's
+    one episode spans from ``env.reset()`` to the stop.
+
     Example:
         >>> import stagerl as rl
         >>> env = rl.RandomWalk1D(); env.reset()
@@ -41,7 +44,10 @@ class ResetIfEnvTerminated(ResetCondition):
     """
 
     def check(self, policy: Any, env: Any) -> bool:
-        return bool(env.is_terminated or env.is_truncated)
+        terminated = env.is_terminated
+        if isinstance(terminated, np.ndarray) and terminated.ndim:
+            return False
+        return bool(terminated or env.is_truncated)
 
 
 @dataclass

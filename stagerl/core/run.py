@@ -32,7 +32,7 @@ from stagerl.core.stages import (
     PreEpisodeStage,
     PreExperimentStage,
 )
-from stagerl.core.stop_conditions import StopAfterNEpisodes, StopCondition
+from stagerl.core.stop_conditions import StopAfterNEpisodes, StopCondition, episodes_ended
 from stagerl.envs.base import Env
 from stagerl.policies.base import Policy
 
@@ -281,7 +281,7 @@ def _registrations() -> tuple[int, ...]:
 
 def _refuse_finished_episode(env: Any) -> None:
     # Otherwise the reset condition is true at once, forever: an endless loop of empty episodes.
-    if env.is_terminated or env.is_truncated:
+    if episodes_ended(env):
         name = type(env).__name__
         raise RuntimeError(
             f"{name} is already terminated or truncated right after reset(); its reset() must "

@@ -2,6 +2,11 @@
 
 Conditions may count (their counters advance on every ``check``), so one instance belongs to one
 experiment; reusing it continues its count.
+
+Vector envs (``env.num_envs`` sub-envs, flags as arrays, sub-envs resetting themselves):
+``StopAfterNSteps`` counts ``num_envs`` env-steps per ``act``, ``StopAfterNEpisodes`` counts every
+sub-env's finished episodes, ``StopIfEnvTerminated`` is true when any sub-env terminated and
+``StopAfterNoImprovement`` reads ``fn()`` once at every step where some sub-env's episode ended.
 """
 
 from __future__ import annotations
@@ -60,6 +65,29 @@ def _shows_progress(progress: bool) -> bool:
     return bool(progress) and "CI" not in os.environ
 
 
+def episodes_ended(env: Any) -> int:
+    """How many episodes the last step ended: 0 or 1, or up to ``num_envs`` for a vector env.
+
+    Example:
+        >>> import stagerl as rl
+        >>> env = rl.RandomWalk1D(start=5); env.reset(); env.act(1)
+        >>> episodes_ended(env)
+        1
+    """
+    terminated = env.is_terminated
+    if isinstance(terminated, np.ndarray) and terminated.ndim:
+        return int(np.count_nonzero(terminated | env.is_truncated))
+    return 1 if terminated or env.is_truncated else 0
+
+
+def steps_per_act(env: Any) -> int:
+    """``env.num_envs`` for a vector env, else 1."""
+    num_envs = getattr(env, "num_envs", None)
+    if isinstance(num_envs, (int, np.integer)) and not isinstance(num_envs, bool):
+        return int(num_envs)
+    return 1
+
+
 def _progress_bar(total: int, unit: str) -> Any:
     from tqdm.auto import tqdm  # imported on first use: tqdm.auto probes for a notebook
 
@@ -69,6 +97,9 @@ def _progress_bar(total: int, unit: str) -> Any:
 @dataclass
 class StopAfterNSteps(StopCondition):
     """True from the ``n``-th call on, so ``run`` makes exactly ``n`` ``env.act`` calls.
+
+    With a vector env each call counts ``num_envs`` steps (as SB3's ``total_timesteps``), and the
+    condition is true once ``step >= n``.
 
     Shows a tqdm progress bar unless ``progress=False`` or the environment variable ``CI`` is set.
     The bar is redrawn every ``max(1, min(1000, n // 100))`` steps, not every step, and closed at
@@ -91,9 +122,13 @@ class StopAfterNSteps(StopCondition):
         # One redraw per 1% (at most every 1000 steps) keeps the bar off the per-step cost.
         self._every = max(1, min(1000, self.n // 100))
         self._next_redraw = self.step + 1 if _shows_progress(self.progress) else math.inf
+        self._env: Any = None
+        self._steps_per_act = 1
 
     def check(self, policy: Any, env: Any) -> bool:
-        self.step += 1
+        if env is not self._env:  # once per env: a vector env counts num_envs steps per act
+            self._env, self._steps_per_act = env, steps_per_act(env)
+        self.step += self._steps_per_act
         if self.step >= self._next_redraw:
             self._redraw()
         return self.step >= self.n
@@ -112,6 +147,8 @@ class StopAfterNSteps(StopCondition):
 @dataclass
 class StopAfterNEpisodes(StopCondition):
     """Counts the calls at which the episode ended (terminated or truncated); true once ``n``.
+
+    With a vector env every sub-env's finished episode counts.
 
     Shows a progress bar over episodes unless ``progress=False`` or ``CI`` is set.
 
@@ -133,8 +170,9 @@ class StopAfterNEpisodes(StopCondition):
         self._shows_progress = _shows_progress(self.progress)
 
     def check(self, policy: Any, env: Any) -> bool:
-        if env.is_terminated or env.is_truncated:
-            self.episode += 1
+        ended = episodes_ended(env)
+        if ended:
+            self.episode += ended
             if self._shows_progress:
                 self._redraw()
         return self.episode >= self.n
@@ -160,7 +198,10 @@ class StopIfEnvTerminated(StopCondition):
     """
 
     def check(self, policy: Any, env: Any) -> bool:
-        return bool(env.is_terminated)
+        terminated = env.is_terminated
+        if isinstance(terminated, np.ndarray):  # a vector env: any sub-env
+            return bool(terminated.any())
+        return bool(terminated)
 
 
 @dataclass
@@ -197,7 +238,7 @@ class StopAfterNoImprovement(StopCondition):
         _require_positive("StopAfterNoImprovement", "patience", self.patience)
 
     def check(self, policy: Any, env: Any) -> bool:
-        if not (env.is_terminated or env.is_truncated):
+        if not episodes_ended(env):
             return False
         value = self.fn()
         if value - self.peak > self.delta:
