@@ -292,16 +292,22 @@ def _refuse_finished_episode(env: Any) -> None:
 def _announce_post_experiment(policy: Any, env: Any, hook: Any, error: BaseException | None):
     """PostExperiment for the policy, then the hook, each even if the other raised.
 
-    With ``error`` (the loop's exception) a failure here becomes a note on ``error``, which the
-    caller re-raises unchanged; without it the first failure is raised, the second noted on it.
+    The members of a composed hook are announced one by one, so one failing member does not keep
+    the others from flushing their logs. With ``error`` (the loop's exception) a failure here
+    becomes a note on ``error``, which the caller re-raises unchanged; without it the first
+    failure is raised and later ones are noted on it.
     """
-    calls = (
-        ("push(policy, PostExperimentStage(), env)", lambda: push(policy, POST_EXPERIMENT, env)),
-        (
-            "push(hook, PostExperimentStage(), policy, env)",
-            lambda: push(hook, POST_EXPERIMENT, policy, env),
-        ),
-    )
+    calls = [
+        ("push(policy, PostExperimentStage(), env)", partial(push, policy, POST_EXPERIMENT, env))
+    ]
+    for member in _announced_members(hook, POST_EXPERIMENT, policy, env):
+        described = "hook" if member is hook else f"{type(member).__name__} (a member of hook)"
+        calls.append(
+            (
+                f"push({described}, PostExperimentStage(), policy, env)",
+                partial(push, member, POST_EXPERIMENT, policy, env),
+            )
+        )
     raised: BaseException | None = None
     for description, call in calls:
         try:
@@ -315,6 +321,17 @@ def _announce_post_experiment(policy: Any, env: Any, hook: Any, error: BaseExcep
                 )
     if raised is not None:
         raise raised
+
+
+def _announced_members(hook: Any, stage: Any, policy: Any, env: Any) -> list:
+    """``[hook]``, or a composed hook's members when plain dispatch would run them in turn."""
+    try:
+        method, _ = push._resolve_method_with_cache(args=(hook, stage, policy, env))
+    except _LOOKUP_ERRORS:
+        return [hook]  # the plain call raises, and the failure is reported like any other
+    if method is not _push_composed_hook():
+        return [hook]
+    return [m for member in hook.hooks for m in _announced_members(member, stage, policy, env)]
 
 
 def _told(failure: BaseException) -> str:

@@ -326,6 +326,18 @@ def test_a_failure_while_finishing_a_clean_run_is_raised_and_the_hook_still_runs
     assert "hook failed at PostExperiment" in caught.value.__notes__[0]
 
 
+def test_every_member_of_a_composed_hook_is_finished_even_when_one_fails():
+    log = []
+    failing, second = RecordingHook(log, "first", fail_at="PostExperiment"), RecordingHook(log)
+    with pytest.raises(ValueError, match="plan failed") as caught:
+        rl.run(RecordingPolicy(log, fail_at="plan"), CountingEnv(log), hook=failing + second)
+    assert log[-3:] == [("push policy", "PostExperiment"), ("push first", "PostExperiment"),
+                        ("push hook", "PostExperiment")]
+    (note,) = caught.value.__notes__
+    assert "push(RecordingHook (a member of hook), PostExperimentStage(), policy, env)" in note
+    assert "first failed at PostExperiment" in note
+
+
 def test_an_env_done_right_after_reset_raises_before_any_pre_episode_call():
     log = []
     with pytest.raises(RuntimeError, match="CountingEnv"):
