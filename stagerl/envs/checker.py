@@ -200,8 +200,7 @@ def _check_step(env: Any, action: Any, previous: tuple, problems: _Problems, t: 
         if not isinstance(value, (bool, np.bool_)):
             problems.add(
                 f"{name} type",
-                f"{name} at {where} is {value!r} of type {type(value).__name__}; it must be a "
-                "bool",
+                f"{name} at {where} is {value!r} of type {type(value).__name__}; it must be a bool",
             )
     if bool(terminated) and bool(truncated):
         problems.add(
@@ -281,7 +280,7 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     try:
         return bool(a == b) or (a != a and b != b)
     except Exception:

@@ -9,11 +9,12 @@
   check); anything else (a view, an array the env or a wrapper still holds, a dict or tuple of
   arrays) is copied. The test is conservative: a false "shared" only costs a copy.
 * A bad action is not validated against the space per step (``Space.contains`` costs µs).
-  For ``Discrete`` spaces an int range test (~40-80 ns) catches what some envs silently accept
-  (Acrobot-v1 indexes its torque list with ``-1``); for every space, an exception raised by the
-  env's ``step`` is checked against ``action_space.contains`` and, when the action is outside
-  the space, re-raised as a ``ValueError`` naming the action and the space. Out-of-bounds
-  ``Box`` actions that an env clips by design (Pendulum-v1) are passed through, as SB3 does.
+  For ``Discrete`` spaces an int range test (~30 ns; ~90 ns for a numpy integer, converted
+  with ``int`` first) catches what some envs silently accept (Acrobot-v1 indexes its torque
+  list with ``-1``); for every space, an exception raised by the env's ``step`` is checked
+  against ``action_space.contains`` and, when the action is outside the space, re-raised as a
+  ``ValueError`` naming the action and the space. Out-of-bounds ``Box`` actions that an env
+  clips by design (Pendulum-v1) are passed through, as SB3 does.
 * A NaN reward raises ``ValueError`` (``r != r`` costs ~15 ns).
 """
 
@@ -216,8 +217,11 @@ class GymEnv(Env):
 
     def act(self, action: Any) -> None:
         try:
-            if self._low is not None and not self._low <= action < self._high:
-                raise _OutOfRange
+            if self._low is not None:
+                # Compare as a Python int: comparing a numpy integer costs ~200 ns per operator.
+                index = action if type(action) is int else int(action)
+                if not self._low <= index < self._high:
+                    raise _OutOfRange
             obs, reward, terminated, truncated, info = self._step(action)
         except Exception as error:
             self._raise_for_action(action, error)
@@ -253,7 +257,7 @@ class GymEnv(Env):
             except Exception:
                 valid = False
             if valid:
-                raise  # noqa: PLE0704 (re-raises the error being handled in act)
+                raise  # the error being handled in act, unchanged
         raise ValueError(
             f"action {action!r} (of type {type(action).__name__}) is outside the action space "
             f"{self._action_space} of {self!r}"

@@ -63,7 +63,9 @@ class RandomWalk1D(Env):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise TypeError(f"RandomWalk1D: n must be an int, got n={n!r}")
         if n < 3:
-            raise ValueError(f"RandomWalk1D needs n >= 3 states (two ends and one inner), got n={n}")
+            raise ValueError(
+                f"RandomWalk1D needs n >= 3 states (two ends and one inner), got n={n}"
+            )
         self.n = int(n)
         if start is None:
             start = self.n // 2

@@ -46,7 +46,8 @@ class FixedLengthEnv(Env):
             or time_limit < 1
         ):
             raise ValueError(
-                f"FixedLengthEnv: time_limit must be an int >= 1 or None, got time_limit={time_limit!r}"
+                "FixedLengthEnv: time_limit must be an int >= 1 or None, got "
+                f"time_limit={time_limit!r}"
             )
         self.length = int(length)
         self.time_limit = None if time_limit is None else int(time_limit)

@@ -145,7 +145,9 @@ def test_time_limit_truncates_and_does_not_terminate():
 
 def test_falling_pole_terminates_and_is_not_truncated():
     env = rl.GymEnv("CartPole-v1", seed=0, max_episode_steps=500)
-    hook = rl.run(AlwaysRight(), env, rl.StopAfterNEpisodes(1, progress=False), rl.StepsPerEpisode())
+    hook = rl.run(
+        AlwaysRight(), env, rl.StopAfterNEpisodes(1, progress=False), rl.StepsPerEpisode()
+    )
     assert hook.steps[0] < 20
     assert env.is_terminated is True
     assert env.is_truncated is False

@@ -122,14 +122,18 @@ def test_n_below_three_message():
 
 def test_fixed_length_terminates():
     env = rl.FixedLengthEnv(length=3)
-    hook = rl.run(AlwaysRight(), env, rl.StopAfterNEpisodes(2, progress=False), rl.StepsPerEpisode())
+    hook = rl.run(
+        AlwaysRight(), env, rl.StopAfterNEpisodes(2, progress=False), rl.StepsPerEpisode()
+    )
     assert hook.steps == [3, 3]
     assert (env.state, env.is_terminated, env.is_truncated) == (3, True, False)
 
 
 def test_fixed_length_time_limit_truncates():
     env = rl.FixedLengthEnv(length=5, time_limit=2)
-    hook = rl.run(AlwaysRight(), env, rl.StopAfterNEpisodes(1, progress=False), rl.StepsPerEpisode())
+    hook = rl.run(
+        AlwaysRight(), env, rl.StopAfterNEpisodes(1, progress=False), rl.StepsPerEpisode()
+    )
     assert hook.steps == [2]
     assert (env.state, env.is_terminated, env.is_truncated) == (2, False, True)
 

@@ -113,7 +113,9 @@ def test_runs_cartpole_reproducibly():
     def episode_lengths(seed):
         env = rl.GymEnv("CartPole-v1", seed=seed)
         hook = rl.run(
-            rl.RandomPolicy(rng=seed), env, rl.StopAfterNEpisodes(3, progress=False),
+            rl.RandomPolicy(rng=seed),
+            env,
+            rl.StopAfterNEpisodes(3, progress=False),
             rl.StepsPerEpisode(),
         )
         return hook.steps
