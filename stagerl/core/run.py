@@ -3,7 +3,8 @@
 The loop reads as the pseudocode of §3. What it calls at each stage is resolved once per
 experiment, not once per step: the policy, env and hook (and so the types dispatched on) stay the
 same for the whole run, so each ``push`` / ``optimise`` / ``plan`` call is looked up once with plum,
-the method found is called directly, and calls that land on a no-op fallback are left out. Only
+the method found is called directly, and calls that land on a no-op fallback are left out (also
+behind the Agent's default ``plan`` and ``optimise``, which only forward to its policy). Only
 ``push(policy, PostActStage(), env, action)`` depends on a value that can change type from step
 to step (the action); it is resolved once per type of action. The calls made, and their order,
 are exactly those of the plain loop (``tests/stagerl/core/test_run.py`` compares the two).
@@ -34,6 +35,7 @@ from stagerl.core.stages import (
 )
 from stagerl.core.stop_conditions import StopAfterNEpisodes, StopCondition, episodes_ended
 from stagerl.envs.base import Env
+from stagerl.policies.agent import Agent
 from stagerl.policies.base import Policy
 
 __all__ = ["run", "Experiment"]
@@ -56,14 +58,15 @@ _NO_OP_NAMES = (
 )
 
 
-def _fallback_implementations(function: plum.Function, names: tuple[str, ...]) -> frozenset:
+def _fallback_implementations(
+    function: plum.Function, names: tuple[str, ...], module: str = fallbacks.__name__
+) -> frozenset:
     # @dispatch returns the generic function, not the decorated one, so the plain functions are
     # found among the registered methods.
     return frozenset(
         method.implementation
         for method in function.methods
-        if method.implementation.__module__ == fallbacks.__name__
-        and method.implementation.__name__ in names
+        if method.implementation.__module__ == module and method.implementation.__name__ in names
     )
 
 
@@ -83,6 +86,20 @@ def no_op_fallbacks() -> frozenset:
 def _push_composed_hook() -> Any:
     (implementation,) = _fallback_implementations(push, ("_push_composed_hook",))
     return implementation
+
+
+@functools.cache
+def agent_forwarders() -> tuple[Any, Any]:
+    """The Agent's default ``plan`` and ``optimise`` methods, which only forward to its policy.
+
+    What they forward to is resolved too (an Agent's policy and trajectory are read-only), so an
+    Agent costs no second dispatch per step, and an ``optimise`` that forwards to a no-op is
+    skipped like any other no-op.
+    """
+    module = Agent.__module__
+    (plan_agent,) = _fallback_implementations(plan, ("_plan_agent",), module)
+    (optimise_agent,) = _fallback_implementations(optimise, ("_optimise_agent",), module)
+    return plan_agent, optimise_agent
 
 
 _LOOKUP_ERRORS = (plum.NotFoundLookupError, plum.AmbiguousLookupError)
@@ -259,6 +276,15 @@ def _bound(function: plum.Function, *args: Any) -> tuple:
         return ()
     if return_type is not Any:  # plum converts annotated results: keep its call
         return (partial(function, *args),)
+    plan_agent, optimise_agent = agent_forwarders()
+    if method is plan_agent:  # plan(agent, env) is plan(agent.policy, env)
+        agent, env = args
+        return _bound(plan, agent.policy, env)
+    if (
+        method is optimise_agent
+    ):  # optimise(agent, stage) is optimise(agent.policy, stage, trajectory)
+        agent, stage = args
+        return _bound(optimise, agent.policy, stage, agent.trajectory)
     return (partial(method, *args),)
 
 

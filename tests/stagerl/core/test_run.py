@@ -166,8 +166,11 @@ def recorded_run(n_steps, length=2, **kwargs):
     log = []
     hook = RecordingHook(log)
     returned = rl.run(
-        RecordingPolicy(log), CountingEnv(log, length=length, **kwargs),
-        RecordingStop(n_steps, log), hook, RecordingReset(log),
+        RecordingPolicy(log),
+        CountingEnv(log, length=length, **kwargs),
+        RecordingStop(n_steps, log),
+        hook,
+        RecordingReset(log),
     )
     assert returned is hook
     return log
@@ -179,25 +182,42 @@ def recorded_run(n_steps, length=2, **kwargs):
 def test_one_short_episode_follows_the_design_order_exactly():
     log = []
     hook = RecordingHook(log)
-    rl.run(RecordingPolicy(log), CountingEnv(log, length=2),
-           rl.StopAfterNEpisodes(1, progress=False), hook, RecordingReset(log))
+    rl.run(
+        RecordingPolicy(log),
+        CountingEnv(log, length=2),
+        rl.StopAfterNEpisodes(1, progress=False),
+        hook,
+        RecordingReset(log),
+    )
     assert log == [
         ("push hook", "PreExperiment"),  # hook first here
         ("push policy", "PreExperiment"),
         ("env.reset",),
-        ("push policy", "PreEpisode"), ("optimise", "PreEpisode"), ("push hook", "PreEpisode"),
+        ("push policy", "PreEpisode"),
+        ("optimise", "PreEpisode"),
+        ("push hook", "PreEpisode"),
         ("reset.check",),
-        ("push policy", "PreAct"), ("optimise", "PreAct"), ("push hook", "PreAct"),
+        ("push policy", "PreAct"),
+        ("optimise", "PreAct"),
+        ("push hook", "PreAct"),
         ("plan",),
         ("env.act", 10),
-        ("push policy", "PostAct", 10), ("optimise", "PostAct"), ("push hook", "PostAct"),
+        ("push policy", "PostAct", 10),
+        ("optimise", "PostAct"),
+        ("push hook", "PostAct"),
         ("reset.check",),
-        ("push policy", "PreAct"), ("optimise", "PreAct"), ("push hook", "PreAct"),
+        ("push policy", "PreAct"),
+        ("optimise", "PreAct"),
+        ("push hook", "PreAct"),
         ("plan",),
         ("env.act", 11),
-        ("push policy", "PostAct", 11), ("optimise", "PostAct"), ("push hook", "PostAct"),
+        ("push policy", "PostAct", 11),
+        ("optimise", "PostAct"),
+        ("push hook", "PostAct"),
         # the stop condition ends the run at the episode's end, before reset.check is asked again
-        ("push policy", "PostEpisode"), ("optimise", "PostEpisode"), ("push hook", "PostEpisode"),
+        ("push policy", "PostEpisode"),
+        ("optimise", "PostEpisode"),
+        ("push hook", "PostEpisode"),
         ("push policy", "PostExperiment"),  # policy first here
         ("push hook", "PostExperiment"),
     ]
@@ -241,9 +261,13 @@ def test_default_stop_condition_is_one_episode_and_default_hook_is_a_fresh_empty
 
 def test_reset_after_n_steps_ends_episodes_of_a_continuing_task():
     log = []
-    hook = rl.run(RecordingPolicy(log), CountingEnv(log, length=10**9),
-                  rl.StopAfterNSteps(7, progress=False), rl.StepsPerEpisode(),
-                  rl.ResetAfterNSteps(3))
+    hook = rl.run(
+        RecordingPolicy(log),
+        CountingEnv(log, length=10**9),
+        rl.StopAfterNSteps(7, progress=False),
+        rl.StepsPerEpisode(),
+        rl.ResetAfterNSteps(3),
+    )
     assert hook.steps == [3, 3, 1]
 
 
@@ -288,8 +312,11 @@ def test_an_exception_in_the_loop_still_announces_post_experiment_and_propagates
 def test_keyboard_interrupt_still_announces_post_experiment_and_propagates():
     log = []
     with pytest.raises(KeyboardInterrupt):
-        rl.run(RecordingPolicy(log, fail_at="plan interrupt"), CountingEnv(log),
-               hook=RecordingHook(log))
+        rl.run(
+            RecordingPolicy(log, fail_at="plan interrupt"),
+            CountingEnv(log),
+            hook=RecordingHook(log),
+        )
     assert log[-2:] == END
 
 
@@ -320,8 +347,11 @@ def test_failures_while_finishing_become_notes_on_the_original_exception():
 def test_a_failure_while_finishing_a_clean_run_is_raised_and_the_hook_still_runs():
     log = []
     with pytest.raises(ValueError, match="policy failed at PostExperiment") as caught:
-        rl.run(RecordingPolicy(log, fail_at=("push", "PostExperiment")), CountingEnv(log),
-               hook=RecordingHook(log, fail_at="PostExperiment"))
+        rl.run(
+            RecordingPolicy(log, fail_at=("push", "PostExperiment")),
+            CountingEnv(log),
+            hook=RecordingHook(log, fail_at="PostExperiment"),
+        )
     assert log[-2:] == END
     assert "hook failed at PostExperiment" in caught.value.__notes__[0]
 
@@ -331,8 +361,11 @@ def test_every_member_of_a_composed_hook_is_finished_even_when_one_fails():
     failing, second = RecordingHook(log, "first", fail_at="PostExperiment"), RecordingHook(log)
     with pytest.raises(ValueError, match="plan failed") as caught:
         rl.run(RecordingPolicy(log, fail_at="plan"), CountingEnv(log), hook=failing + second)
-    assert log[-3:] == [("push policy", "PostExperiment"), ("push first", "PostExperiment"),
-                        ("push hook", "PostExperiment")]
+    assert log[-3:] == [
+        ("push policy", "PostExperiment"),
+        ("push first", "PostExperiment"),
+        ("push hook", "PostExperiment"),
+    ]
     (note,) = caught.value.__notes__
     assert "push(RecordingHook (a member of hook), PostExperimentStage(), policy, env)" in note
     assert "first failed at PostExperiment" in note
@@ -341,8 +374,9 @@ def test_every_member_of_a_composed_hook_is_finished_even_when_one_fails():
 def test_an_env_done_right_after_reset_raises_before_any_pre_episode_call():
     log = []
     with pytest.raises(RuntimeError, match="CountingEnv"):
-        rl.run(RecordingPolicy(log), CountingEnv(log, done_after_reset=True),
-               hook=RecordingHook(log))
+        rl.run(
+            RecordingPolicy(log), CountingEnv(log, done_after_reset=True), hook=RecordingHook(log)
+        )
     assert log == START + [("env.reset",)] + END
 
 
@@ -356,8 +390,10 @@ def test_an_env_done_right_after_reset_raises_before_any_pre_episode_call():
         ({"stop_condition": lambda p, e: True}, ["StopCondition"]),
         ({"hook": print}, ["hook", "DoEveryNSteps"]),
         ({"hook": "csv"}, ["'csv'", "Hook"]),
-        ({"reset_condition": rl.StopAfterNSteps(3, progress=False)}, ["ResetCondition",
-                                                                       "ResetAfterNSteps"]),
+        (
+            {"reset_condition": rl.StopAfterNSteps(3, progress=False)},
+            ["ResetCondition", "ResetAfterNSteps"],
+        ),
     ],
 )
 def test_bad_arguments_raise_type_errors_naming_the_value_and_the_fix(kwargs, words):
@@ -483,24 +519,45 @@ def _push_sparse_agent_str(
 def _scenarios(log):
     """(policy, env, stop, hook, reset) builders covering skipped, composed and typed calls."""
     return {
-        "recording": lambda: (RecordingPolicy(log), CountingEnv(log, length=3),
-                              RecordingStop(8, log), RecordingHook(log), RecordingReset(log)),
+        "recording": lambda: (
+            RecordingPolicy(log),
+            CountingEnv(log, length=3),
+            RecordingStop(8, log),
+            RecordingHook(log),
+            RecordingReset(log),
+        ),
         "sparse composed": lambda: (
-            SparsePolicy(log), CountingEnv(log, length=4), RecordingStop(11, log),
-            EpisodeHook(log, "a") + rl.StepsPerEpisode() + RecordingHook(log, "b")
-            + rl.EmptyHook() + EpisodeHook(log, "c"),
-            RecordingReset(log)),
+            SparsePolicy(log),
+            CountingEnv(log, length=4),
+            RecordingStop(11, log),
+            EpisodeHook(log, "a")
+            + rl.StepsPerEpisode()
+            + RecordingHook(log, "b")
+            + rl.EmptyHook()
+            + EpisodeHook(log, "c"),
+            RecordingReset(log),
+        ),
         "nested composed, continuing": lambda: (
-            SparsePolicy(log), CountingEnv(log, length=10**9), RecordingStop(9, log),
+            SparsePolicy(log),
+            CountingEnv(log, length=10**9),
+            RecordingStop(9, log),
             rl.ComposedHook(rl.ComposedHook(EpisodeHook(log, "x")), LoggingStepsPerEpisode()),
-            rl.ResetAfterNSteps(2)),
+            rl.ResetAfterNSteps(2),
+        ),
         "agent with a user method for one action type": lambda: (
-            rl.Agent(SparsePolicy(log), LoggingTrajectory(log)), CountingEnv(log, length=3),
-            RecordingStop(10, log), rl.TotalRewardPerEpisode() + RecordingHook(log),
-            RecordingReset(log)),
+            rl.Agent(SparsePolicy(log), LoggingTrajectory(log)),
+            CountingEnv(log, length=3),
+            RecordingStop(10, log),
+            rl.TotalRewardPerEpisode() + RecordingHook(log),
+            RecordingReset(log),
+        ),
         "nothing to call": lambda: (
-            SparsePolicy(log), CountingEnv(log, length=2), RecordingStop(5, log), rl.EmptyHook(),
-            RecordingReset(log)),
+            SparsePolicy(log),
+            CountingEnv(log, length=2),
+            RecordingStop(5, log),
+            rl.EmptyHook(),
+            RecordingReset(log),
+        ),
     }
 
 
@@ -524,27 +581,49 @@ def test_a_method_registered_during_the_run_is_called_from_the_next_episode_on()
 
     def register_once(t, policy, env):
         if t == 1:
+
             @rl.push.dispatch
             def _push_late(hook: LateHook, stage: rl.PostActStage, policy, env):
                 log.append(("late", env.state))
 
     hook = rl.DoEveryNEpisodes(register_once) + LateHook()
-    rl.run(RecordingPolicy([]), CountingEnv([], length=2), rl.StopAfterNSteps(4, progress=False),
-           hook)
+    rl.run(
+        RecordingPolicy([]), CountingEnv([], length=2), rl.StopAfterNSteps(4, progress=False), hook
+    )
     assert log == [("late", 1), ("late", 2)]
 
 
 def test_skipped_calls_are_exactly_the_no_op_fallbacks():
     names = sorted(f.__name__ for f in run_module.no_op_fallbacks())
-    assert names == ["_optimise_policy", "_optimise_policy_trajectory", "_push_hook",
-                     "_push_policy", "_push_policy_action"]
+    assert names == [
+        "_optimise_policy",
+        "_optimise_policy_trajectory",
+        "_push_hook",
+        "_push_policy",
+        "_push_policy_action",
+    ]
+
+
+def test_the_agent_forwarders_are_found():
+    plan_agent, optimise_agent = run_module.agent_forwarders()
+    assert (plan_agent.__name__, optimise_agent.__name__) == ("_plan_agent", "_optimise_agent")
+
+
+def test_an_agent_whose_policy_does_not_learn_makes_no_optimise_call_per_step():
+    calls = run_module.StageCalls(
+        rl.Agent(SparsePolicy([]), LoggingTrajectory([])), CountingEnv(), rl.EmptyHook()
+    )
+    assert calls.pre_act == () and calls.post_act == ()
+    # only the Agent's PostEpisode push: the Agent forwards optimise(policy, stage, trajectory),
+    # and SparsePolicy defines optimise(policy, stage) only
+    (call,) = calls.post_episode
+    assert call.func.__name__ == "_push_agent_post_episode"
 
 
 def test_a_stop_signal_set_from_another_thread_ends_the_run():
     signal = rl.StopSignal()
     timer = threading.Timer(0.05, signal.set)
     timer.start()
-    hook = rl.run(RecordingPolicy([]), CountingEnv([], length=10**9), signal,
-                  rl.StepsPerEpisode())
+    hook = rl.run(RecordingPolicy([]), CountingEnv([], length=10**9), signal, rl.StepsPerEpisode())
     timer.join()
     assert signal.is_set() and hook.steps[0] > 0
