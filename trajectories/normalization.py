@@ -145,8 +145,9 @@ class NormalizedTraces:
         self._frame_shapes = {}
 
     def __getattr__(self, attr):
-        # forward the rest of the traces interface (set_priority of prioritised traces, ...)
-        if attr.startswith("__") or attr == "traces":
+        # forward the rest of the public traces interface (set_priority of prioritised traces);
+        # never private fast paths, which would write around the normalisers
+        if attr.startswith("_") or attr == "traces":
             raise AttributeError(attr)
         return getattr(self.traces, attr)
 

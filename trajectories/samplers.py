@@ -17,6 +17,7 @@ from .prioritized import CircularPrioritizedTraces
 # many tiny episodes, or mostly padding), listing the sampleable rows once is cheaper.
 _MIN_ACCEPTANCE = 0.25
 _MAX_ROUNDS = 8
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 def _rng(rng):
@@ -91,40 +92,39 @@ class _Rows:
         return ValueError(f"{self.who} found no sampleable row in the trajectory "
                           "(every stored row is an episode boundary or still incomplete)")
 
-    def _ok(self, container, n, accept):
-        ep = _episodic(container)
-        if not ep and accept is None:
-            return None
-        def ok(idx):
-            mask = container.is_sampleable_at(idx) if ep else np.ones(idx.shape, dtype=bool)
-            return mask & accept(idx) if accept is not None else mask
-        return ok
+    @staticmethod
+    def _ok(container, accept):
+        """The admissibility test of rows (``None`` when every row is admissible)."""
+        if not _episodic(container):
+            return accept
+        if accept is None:
+            return container.is_sampleable_at
+        return lambda idx: container.is_sampleable_at(idx) & accept(idx)
 
     def uniform(self, container, batch_size: int, accept=None) -> np.ndarray:
         rng, n = self.rng, len(container)
         if n == 0:
             raise self._empty()
-        ok = self._ok(container, n, accept)
+        ok = self._ok(container, accept)
         if ok is None:
             return rng.integers(n, size=batch_size)
         share = 1.0
-        if _episodic(container):
+        if ok is not accept:
             n_ok = container.n_sampleable
             if n_ok == 0:
                 raise self._none_ok()
-            share = min(1.0, n_ok / n)
+            share = n_ok / n if n_ok < n else 1.0
+        idx = _NO_ROWS
         if share >= _MIN_ACCEPTANCE:
-            # draw a few extra so that one round almost always suffices
-            m = int(batch_size / share * 1.1) + 8
-            idx = rng.integers(n, size=m)
-            idx = idx[ok(idx)]
+            # One generator call with a few extra draws almost always suffices; the accepted
+            # draws are independent and uniform over the admissible rows.
+            m = int(batch_size / share * 1.05) + 8
             for _ in range(_MAX_ROUNDS):
+                more = rng.integers(n, size=m)
+                more = more[ok(more)]
+                idx = more if not idx.size else np.concatenate([idx, more])
                 if idx.size >= batch_size:
                     return idx[:batch_size]
-                more = rng.integers(n, size=m)
-                idx = np.concatenate([idx, more[ok(more)]])
-        else:
-            idx = np.zeros(0, dtype=np.int64)
         candidates = np.flatnonzero(ok(np.arange(n)))
         if candidates.size == 0:
             raise self._none_ok()
@@ -139,7 +139,7 @@ class _Rows:
         total = tree.total
         if not total > 0:
             raise ValueError(f"{self.who} cannot sample: every stored priority is 0")
-        ok = self._ok(container, n, accept)
+        ok = self._ok(container, accept)
         idx, _ = tree.sample(batch_size, rng)
         good = idx < n if ok is None else (idx < n) & ok(np.minimum(idx, n - 1))
         for _ in range(_MAX_ROUNDS):
@@ -218,20 +218,42 @@ class BatchSampler:
         self.rng = _rng(rng)
         self.device = _device(device)
         self._rows = _Rows(f"BatchSampler(batch_size={self.batch_size})", self.rng)
+        self._plan = (None,)
 
     def __repr__(self) -> str:
         return f"BatchSampler(batch_size={self.batch_size}, names={self.names})"
 
-    def sample(self, container) -> dict:
+    def _plan_for(self, container):
+        """What to gather from this container, resolved once: the names, the prioritised layer,
+        and the multiplex pairs (state/next_state) read with one gather from their buffer."""
         names = _resolve_names(self._rows.who, container, self.names)
         prioritized = _layer(container, CircularPrioritizedTraces)
+        if prioritized is not None:
+            names = names + tuple(n for n in ("key", "priority") if n not in names)
+        pairs = {s[0]: s[1] for s in _slots(container) if len(s) == 2
+                 and s[0] in names and s[1] in names}
+        gathers = [(n, pairs.get(n)) for n in names if n not in pairs.values()]
+        self._plan = (container, names, gathers, prioritized)
+        return self._plan
+
+    def sample(self, container) -> dict:
+        plan = self._plan
+        if plan[0] is not container:
+            plan = self._plan_for(container)
+        _, names, gathers, prioritized = plan
         if prioritized is None:
             idx = self._rows.uniform(container, self.batch_size)
         else:
             idx = self._rows.prioritized(container, prioritized.priorities, self.batch_size)
-            names = names + tuple(n for n in ("key", "priority") if n not in names)
-        take = container.take
-        batch = {name: take(name, idx) for name in names}
+        take, batch = container.take, {}
+        for name, right in gathers:
+            if right is None:
+                batch[name] = take(name, idx)
+            else:  # the right name's row i is the left name's row i + 1
+                both = take(name, np.stack((idx, idx + 1)))
+                batch[name], batch[right] = both[0], both[1]
+        if len(gathers) < len(names):
+            batch = {name: batch[name] for name in names}
         return batch if self.device is None else _to_device(batch, self.device)
 
 

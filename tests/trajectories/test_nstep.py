@@ -1,0 +1,170 @@
+import numpy as np
+import pytest
+
+from trajectories.episodes import EpisodesBuffer
+
+from trajectories import (
+    CircularArraySARTSATraces,
+    CircularArraySARTSTraces,
+
+    NormalizedTraces,
+    Normalizer,
+    NStepBatchSampler,
+)
+
+# DESIGN §8's example: state=0, five steps, state=6 (new episode), four steps. Rewards: r = s + 1
+# for the row of state s; the terminal is on the row of state 4.
+# n=3, gamma=0.5, by hand:   state: (reward, next_state, terminal)
+EXPECTED = {
+    0: (1 + 0.5 * 2 + 0.25 * 3, 3, False),
+    1: (2 + 0.5 * 3 + 0.25 * 4, 4, False),
+    2: (3 + 0.5 * 4 + 0.25 * 5, 5, True),
+    3: (4 + 0.5 * 5, 5, True),  # cut at the episode end: ns = 2
+    4: (5.0, 5, True),  # ns = 1
+    6: (7 + 0.5 * 8 + 0.25 * 9, 9, False),
+    7: (8 + 0.5 * 9 + 0.25 * 10, 10, False),
+    8: (9 + 0.5 * 10, 10, False),  # the episode still being collected: cut at its newest row
+    9: (10.0, 10, False),
+}
+
+
+def design_example(traces=None):
+    eb = EpisodesBuffer(traces if traces is not None else CircularArraySARTSTraces(capacity=20))
+    eb.push(state=0)
+    for s in range(1, 6):
+        eb.push(state=s, action=s, reward=float(s), terminal=s == 5)
+    eb.push(state=6)
+    for s in range(7, 11):
+        eb.push(state=s, action=s, reward=float(s), terminal=False)
+    return eb
+
+
+def test_nstep_values_at_and_across_episode_ends():
+    batch = NStepBatchSampler(n=3, gamma=0.5, batch_size=500, rng=0).sample(design_example())
+    assert set(batch) == {"state", "next_state", "action", "reward", "terminal"}
+    assert set(batch["state"].tolist()) == set(EXPECTED)
+    for s, r, s2, done, a in zip(*(batch[k].tolist() for k in
+                                   ("state", "reward", "next_state", "terminal", "action"))):
+        assert (r, s2, done) == EXPECTED[s]
+        assert a == s + 1  # every other trace at row i
+    assert batch["reward"].dtype == np.float32
+
+
+def test_n_one_is_the_plain_transition():
+    batch = NStepBatchSampler(n=1, gamma=0.9, batch_size=200, rng=1).sample(design_example())
+    assert (batch["next_state"] == batch["state"] + 1).all()
+    assert (batch["reward"] == batch["state"] + 1).all()
+
+
+def test_gamma_zero_and_one():
+    eb = design_example()
+    b0 = NStepBatchSampler(n=3, gamma=0.0, batch_size=100, rng=2).sample(eb)
+    assert (b0["reward"] == b0["state"] + 1).all()
+    b1 = NStepBatchSampler(n=3, gamma=1.0, batch_size=100, rng=2).sample(eb)
+    assert b1["reward"][b1["state"] == 3].tolist() == [9.0] * int((b1["state"] == 3).sum())
+
+
+def test_stacked_frames_end_at_their_rows():
+    sampler = NStepBatchSampler(n=3, gamma=0.5, batch_size=300, stack_size=2, rng=3)
+    batch = sampler.sample(design_example())
+    assert batch["state"].shape == (300, 2) and batch["next_state"].shape == (300, 2)
+    # only rows with at least 2 states in their episode
+    assert set(batch["state"][:, -1].tolist()) == {1, 2, 3, 4, 7, 8, 9}
+    for window, next_window, r in zip(batch["state"].tolist(), batch["next_state"].tolist(),
+                                      batch["reward"].tolist()):
+        s = window[-1]
+        assert window == [s - 1, s]
+        assert next_window == [EXPECTED[s][1] - 1, EXPECTED[s][1]]
+        assert r == EXPECTED[s][0]
+
+
+def test_stacking_with_frames_and_rows_cut_by_the_ring():
+    eb = EpisodesBuffer(CircularArraySARTSTraces(capacity=6, state=(np.float32, (2,))))
+    eb.push(state=[0, 0])
+    for s in range(1, 12):
+        eb.push(state=[s, -s], action=0, reward=1.0, terminal=False)
+    # stored rows: states 5..10 (step numbers 6..11), the ring cut the episode's start
+    batch = NStepBatchSampler(n=1, gamma=1.0, batch_size=200, stack_size=3, rng=4).sample(eb)
+    assert batch["state"].shape == (200, 3, 2)
+    assert set(batch["state"][:, -1, 0].tolist()) == {7.0, 8.0, 9.0, 10.0}
+    last = batch["state"][:, -1, 0]
+    np.testing.assert_array_equal(batch["state"][:, 0, 0], last - 2)
+    np.testing.assert_array_equal(batch["next_state"][:, :, 1], -(last[:, None] + [-1, 0, 1]))
+
+
+def test_rare_admissible_rows_are_still_found():
+    eb = EpisodesBuffer(CircularArraySARTSTraces(capacity=500))
+    for e in range(100):  # 100 one-step episodes ...
+        eb.push(state=100 + e)
+        eb.push(state=0, action=0, reward=0.0, terminal=True)
+    eb.push(state=1)  # ... and one of four steps
+    for s in range(2, 6):
+        eb.push(state=s, action=0, reward=1.0, terminal=False)
+    batch = NStepBatchSampler(n=1, gamma=1.0, batch_size=50, stack_size=4, rng=5).sample(eb)
+    assert set(batch["state"][:, -1].tolist()) == {4}
+
+
+def test_right_hand_multiplex_names_come_from_the_last_row():
+    eb = EpisodesBuffer(CircularArraySARTSATraces(capacity=20))
+    eb.push(state=0)
+    for s in range(1, 5):  # the action taken in state s - 1 is 100 + s - 1
+        eb.push(state=s, action=100 + s - 1, reward=1.0, terminal=s == 4)
+    eb.push(next_action=999)  # the action planned at the final state
+    batch = NStepBatchSampler(n=3, gamma=1.0, batch_size=300, rng=6).sample(eb)
+    expected_next_action = {0: 103, 1: 999, 2: 999, 3: 999}
+    expected_reward = {0: 3.0, 1: 3.0, 2: 2.0, 3: 1.0}
+    for s, a, a2, r in zip(*(batch[k].tolist() for k in
+                             ("state", "action", "next_action", "reward"))):
+        assert a == 100 + s
+        assert a2 == expected_next_action[s] and r == expected_reward[s]
+
+
+def test_nstep_sum_uses_normalised_rewards():
+    traces = NormalizedTraces(CircularArraySARTSTraces(capacity=20), reward=Normalizer())
+    eb = design_example(traces)
+    norm = traces.normalizers["reward"]
+    raw = np.array([1, 2, 3, 4, 5, 7, 8, 9, 10], dtype=np.float64)
+    z = {s: (s + 1 - raw.mean()) / (raw.std(ddof=1) + 1e-8) for s in (0, 1, 2, 3, 4, 6, 7, 8, 9)}
+    assert norm.count == 9
+    batch = NStepBatchSampler(n=2, gamma=0.5, batch_size=200, rng=7).sample(eb)
+    for s, r in zip(batch["state"].tolist(), batch["reward"].tolist()):
+        ends_here = s in (4, 9)
+        want = z[s] if ends_here else z[s] + 0.5 * z[s + 1]
+        assert r == pytest.approx(want, rel=1e-5)
+
+
+def test_bare_traces_cut_at_terminals():
+    t = CircularArraySARTSTraces(capacity=10)
+    t.append(state=np.arange(6), action=np.zeros(5, dtype=np.int64),
+             reward=np.arange(1, 6, dtype=np.float32),
+             terminal=np.array([False, True, False, False, False]))
+    batch = NStepBatchSampler(n=3, gamma=1.0, batch_size=200, rng=8).sample(t)
+    expected = {0: (3.0, 2, True), 1: (2.0, 2, True), 2: (12.0, 5, False), 3: (9.0, 5, False),
+                4: (5.0, 5, False)}
+    for s, r, s2, d in zip(*(batch[k].tolist() for k in
+                             ("state", "reward", "next_state", "terminal"))):
+        assert (r, s2, d) == expected[s]
+
+
+def test_seeded_and_on_device():
+    eb = design_example()
+    a = NStepBatchSampler(n=2, gamma=0.9, batch_size=16, rng=9).sample(eb)
+    b = NStepBatchSampler(n=2, gamma=0.9, batch_size=16, rng=9).sample(eb)
+    assert all((a[k] == b[k]).all() for k in a)
+    torch = pytest.importorskip("torch")
+    c = NStepBatchSampler(n=2, gamma=0.9, batch_size=16, rng=9, device="cpu").sample(eb)
+    assert isinstance(c["reward"], torch.Tensor)
+    np.testing.assert_array_equal(c["reward"].numpy(), a["reward"])
+
+
+def test_validation():
+    with pytest.raises(ValueError, match="n=0"):
+        NStepBatchSampler(n=0, gamma=0.9)
+    with pytest.raises(ValueError, match="gamma"):
+        NStepBatchSampler(n=3, gamma=1.5)
+    with pytest.raises(ValueError, match="stack_size=0"):
+        NStepBatchSampler(n=3, gamma=0.9, stack_size=0)
+    with pytest.raises(ValueError, match="batch_size=-1"):
+        NStepBatchSampler(n=3, gamma=0.9, batch_size=-1)
+    with pytest.raises(ValueError, match="cannot sample an empty"):
+        NStepBatchSampler(n=3, gamma=0.9).sample(CircularArraySARTSTraces(capacity=3))
