@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import stagerl as rl
-from stagerl.core import run as run_module
+from stagerl.core import stage_calls
 
 # ---- scripted components -------------------------------------------------------------------
 
@@ -594,7 +594,7 @@ def test_a_method_registered_during_the_run_is_called_from_the_next_episode_on()
 
 
 def test_skipped_calls_are_exactly_the_no_op_fallbacks():
-    names = sorted(f.__name__ for f in run_module.no_op_fallbacks())
+    names = sorted(f.__name__ for f in stage_calls.no_op_fallbacks())
     assert names == [
         "_optimise_policy",
         "_optimise_policy_trajectory",
@@ -605,12 +605,12 @@ def test_skipped_calls_are_exactly_the_no_op_fallbacks():
 
 
 def test_the_agent_forwarders_are_found():
-    plan_agent, optimise_agent = run_module.agent_forwarders()
+    plan_agent, optimise_agent = stage_calls.agent_forwarders()
     assert (plan_agent.__name__, optimise_agent.__name__) == ("_plan_agent", "_optimise_agent")
 
 
 def test_an_agent_whose_policy_does_not_learn_makes_no_optimise_call_per_step():
-    calls = run_module.StageCalls(
+    calls = stage_calls.StageCalls(
         rl.Agent(SparsePolicy([]), LoggingTrajectory([])), CountingEnv(), rl.EmptyHook()
     )
     assert calls.pre_act == () and calls.post_act == ()

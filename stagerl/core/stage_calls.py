@@ -1,0 +1,199 @@
+"""Each stage's calls, resolved once per experiment (the run loop's per-step cost, DESIGN §12).
+
+The policy, env and hook of an experiment do not change while it runs, so neither do the types
+``push`` / ``optimise`` / ``plan`` dispatch on. :class:`StageCalls` looks each call up once with
+plum and keeps the method found, bound to its arguments; a call that lands on a no-op fallback is
+left out, and so is one behind the Agent's default ``plan`` and ``optimise``, which only forward
+to its policy. Only ``push(policy, PostActStage(), env, action)`` depends on a value whose type may
+change from step to step (the action); it is resolved once per type of action. A method
+registered while the experiment runs is picked up at the next episode.
+
+The calls made, and their order, are exactly those of plain dispatch
+(``tests/stagerl/core/test_run.py`` runs both loops and compares their calls).
+"""
+
+from __future__ import annotations
+
+import functools
+from functools import partial
+from typing import Any
+
+import plum
+
+from stagerl.core import fallbacks
+from stagerl.core.dispatch import optimise, plan, push
+from stagerl.core.stages import (
+    PostActStage,
+    PostEpisodeStage,
+    PreActStage,
+    PreEpisodeStage,
+)
+from stagerl.policies.agent import Agent
+
+__all__ = ["StageCalls", "no_op_fallbacks", "agent_forwarders", "composed_members"]
+
+PRE_EPISODE = PreEpisodeStage()
+PRE_ACT = PreActStage()
+POST_ACT = PostActStage()
+POST_EPISODE = PostEpisodeStage()
+
+# The fallbacks that do nothing: a call resolved to one of them is skipped.
+_NO_OP_NAMES = (
+    "_push_policy",
+    "_push_policy_action",
+    "_push_hook",
+    "_optimise_policy",
+    "_optimise_policy_trajectory",
+)
+
+
+def _fallback_implementations(
+    function: plum.Function, names: tuple[str, ...], module: str = fallbacks.__name__
+) -> frozenset:
+    # @dispatch returns the generic function, not the decorated one, so the plain functions are
+    # found among the registered methods.
+    return frozenset(
+        method.implementation
+        for method in function.methods
+        if method.implementation.__module__ == module and method.implementation.__name__ in names
+    )
+
+
+@functools.cache
+def no_op_fallbacks() -> frozenset:
+    """The plain functions of the no-op fallbacks of ``push`` and ``optimise``.
+
+    Looked up on first use, not at import: reading ``Function.methods`` resolves every pending
+    registration, which must not happen while another module is half imported.
+    """
+    return _fallback_implementations(push, _NO_OP_NAMES) | _fallback_implementations(
+        optimise, _NO_OP_NAMES
+    )
+
+
+@functools.cache
+def _push_composed_hook() -> Any:
+    (implementation,) = _fallback_implementations(push, ("_push_composed_hook",))
+    return implementation
+
+
+@functools.cache
+def agent_forwarders() -> tuple[Any, Any]:
+    """The Agent's default ``plan`` and ``optimise`` methods, which only forward to its policy.
+
+    What they forward to is resolved too (an Agent's policy and trajectory are read-only), so an
+    Agent costs no second dispatch per step, and an ``optimise`` that forwards to a no-op is
+    skipped like any other no-op.
+    """
+    module = Agent.__module__
+    (plan_agent,) = _fallback_implementations(plan, ("_plan_agent",), module)
+    (optimise_agent,) = _fallback_implementations(optimise, ("_optimise_agent",), module)
+    return plan_agent, optimise_agent
+
+
+_LOOKUP_ERRORS = (plum.NotFoundLookupError, plum.AmbiguousLookupError)
+
+
+class StageCalls:
+    """The calls of each stage for one policy, env and hook, resolved once with plum.
+
+    Each of ``pre_episode``, ``pre_act``, ``post_act`` (everything after the action push) and
+    ``post_episode`` is a tuple of argument-bound callables in the order of DESIGN §3, without the
+    calls that resolve to a no-op fallback; a :class:`ComposedHook` contributes its members' calls.
+    ``push_with_action[type(action)]`` is the resolved ``push(policy, PostActStage(), env,
+    action)`` method, or ``None`` for the no-op.
+
+    :meth:`current` re-resolves everything when a method was registered since, so the loop
+    always calls what plain dispatch would (checked once per episode).
+    """
+
+    def __init__(self, policy: Any, env: Any, hook: Any) -> None:
+        self.policy, self.env, self.hook = policy, env, hook
+        self.registrations = _registrations()
+        self.pre_episode = self._stage(PRE_EPISODE)
+        self.pre_act = self._stage(PRE_ACT)
+        self.post_act = self._stage(POST_ACT, with_policy_push=False)
+        self.post_episode = self._stage(POST_EPISODE)
+        (self.plan,) = _bound(plan, policy, env)  # plan has no no-op fallback
+        self.push_with_action = _PushWithAction(policy, env)
+
+    def current(self) -> StageCalls:
+        if _registrations() == self.registrations:
+            return self
+        return StageCalls(self.policy, self.env, self.hook)
+
+    def _stage(self, stage: Any, with_policy_push: bool = True) -> tuple:
+        policy, env = self.policy, self.env
+        calls = _bound(push, policy, stage, env) if with_policy_push else ()
+        return calls + _bound(optimise, policy, stage) + _hook_calls(self.hook, stage, policy, env)
+
+
+class _PushWithAction(dict):
+    """``push(policy, PostActStage(), env, action)`` by type of action, resolved on first sight."""
+
+    def __init__(self, policy: Any, env: Any) -> None:
+        super().__init__()
+        self.types = (type(policy), PostActStage, type(env))
+
+    def __missing__(self, action_type: type) -> Any:
+        try:
+            method, return_type = push._resolve_method_with_cache(types=(*self.types, action_type))
+        except _LOOKUP_ERRORS:
+            method = push  # the plain call raises it, at the moment the plain loop would
+        else:
+            if method in no_op_fallbacks():
+                method = None
+            elif return_type is not Any:
+                method = push  # plum converts annotated results: keep its call
+        self[action_type] = method
+        return method
+
+
+def _bound(function: plum.Function, *args: Any) -> tuple:
+    """The method ``function(*args)`` resolves to, bound to ``args``; ``()`` for a no-op."""
+    try:
+        method, return_type = function._resolve_method_with_cache(args=args)
+    except _LOOKUP_ERRORS:
+        return (partial(function, *args),)  # raises it when the plain loop would
+    if method in no_op_fallbacks():
+        return ()
+    if return_type is not Any:  # plum converts annotated results: keep its call
+        return (partial(function, *args),)
+    plan_agent, optimise_agent = agent_forwarders()
+    if method is plan_agent:  # plan(agent, env) is plan(agent.policy, env)
+        agent, env = args
+        return _bound(plan, agent.policy, env)
+    if (
+        method is optimise_agent
+    ):  # optimise(agent, stage) is optimise(agent.policy, stage, trajectory)
+        agent, stage = args
+        return _bound(optimise, agent.policy, stage, agent.trajectory)
+    return (partial(method, *args),)
+
+
+def _hook_calls(hook: Any, stage: Any, policy: Any, env: Any) -> tuple:
+    try:
+        method, _ = push._resolve_method_with_cache(args=(hook, stage, policy, env))
+    except _LOOKUP_ERRORS:
+        method = None  # _bound below defers the error to the moment of the call
+    if method is _push_composed_hook():  # members run left to right, as the fallback runs them
+        members = hook.hooks
+        return tuple(call for m in members for call in _hook_calls(m, stage, policy, env))
+    return _bound(push, hook, stage, policy, env)
+
+
+def _registrations() -> tuple[int, ...]:
+    # Registering a method appends to a function's pending list; resolving moves it to the
+    # resolved list. Their summed lengths therefore change exactly when methods are added.
+    return tuple(len(f._pending) + len(f._resolved) for f in (push, plan, optimise))
+
+
+def composed_members(hook: Any, stage: Any, policy: Any, env: Any) -> list:
+    """``[hook]``, or a composed hook's members when plain dispatch would run them in turn."""
+    try:
+        method, _ = push._resolve_method_with_cache(args=(hook, stage, policy, env))
+    except _LOOKUP_ERRORS:
+        return [hook]  # the plain call raises, and the caller reports it like any other failure
+    if method is not _push_composed_hook():
+        return [hook]
+    return [m for member in hook.hooks for m in composed_members(member, stage, policy, env)]
