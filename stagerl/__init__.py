@@ -59,6 +59,8 @@ from stagerl.policies.explorers import (
 )
 from stagerl.policies.tabular import TabularQApproximator, TabularVApproximator
 from stagerl.policies.approximators import Approximator, TargetNetwork
+from stagerl.policies.learners import TDLearner
+from stagerl.policies.q_based import QBasedPolicy
 from stagerl.utils.returns import discount_rewards, generalized_advantage_estimation
 from stagerl.policies.random_policy import RandomPolicy
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
@@ -129,6 +131,8 @@ __all__ = [
     "TabularVApproximator",
     "Approximator",
     "TargetNetwork",
+    "TDLearner",
+    "QBasedPolicy",
     "discount_rewards",
     "generalized_advantage_estimation",
     "RandomPolicy",

@@ -1,0 +1,95 @@
+"""QBasedPolicy: an explorer choosing among a learner's action values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stagerl.core.dispatch import optimise, plan
+from stagerl.core.stages import PostActStage
+from stagerl.policies.base import Policy
+
+__all__ = ["QBasedPolicy"]
+
+# The env attribute that holds the legal actions (RandomPolicy and the trace names use the first).
+_MASK_NAMES = ("legal_actions_mask", "legal_action_mask")
+
+
+class QBasedPolicy(Policy):
+    """Acts with ``explorer.plan(learner.values(env.state))`` and learns with the learner.
+
+    When the env has a ``legal_actions_mask`` (or ``legal_action_mask``) attribute, it is passed
+    to the explorer as the mask, so illegal actions are never chosen. A vector env's batch of
+    states gives a batch of action values and an array of actions.
+
+    ``optimise(policy, PostActStage(), trajectory)`` runs ``learner.update(batch)`` for every
+    batch the trajectory yields (``for batch in trajectory``): as in RL.jl, a tabular Q learns
+    right after each step, once the step has been pushed, and when its controller allows. Other
+    stages do not learn. An ``"ExpectedSARSA"`` learner built without an explorer takes its
+    expectation under this policy's explorer.
+
+    Example:
+        >>> import stagerl as rl
+        >>> policy = rl.QBasedPolicy(
+        ...     rl.TDLearner(rl.TabularQApproximator(7, 2), gamma=0.9, lr=0.5),
+        ...     rl.EpsilonGreedyExplorer(0.1, decay_steps=500, rng=0),
+        ... )
+        >>> trajectory = rl.Trajectory(rl.CircularArraySARTSTraces(capacity=1))
+        >>> _ = rl.run(rl.Agent(policy, trajectory), rl.RandomWalk1D(),
+        ...            rl.StopAfterNSteps(1000, progress=False))
+        >>> int(policy.learner.values(3).argmax())           # right, towards the +1 end
+        1
+    """
+
+    def __init__(self, learner: Any, explorer: Any):
+        if not callable(getattr(learner, "values", None)):
+            raise TypeError(
+                f"QBasedPolicy needs a learner with values(state), got {type(learner).__name__}"
+            )
+        if not callable(getattr(explorer, "plan", None)):
+            raise TypeError(
+                "QBasedPolicy needs an explorer with plan(values, mask=None), got "
+                f"{type(explorer).__name__}"
+            )
+        self.learner = learner
+        self.explorer = explorer
+        if getattr(learner, "method", None) == "ExpectedSARSA" and learner.explorer is None:
+            learner.explorer = explorer
+        self._bound_env: Any = None
+        self._mask_name: str | None = None
+
+    def _bind(self, env: Any) -> None:
+        # Resolved once per env, not per step: whether (and under which name) it has a mask.
+        self._bound_env = env
+        self._mask_name = next((name for name in _MASK_NAMES if hasattr(env, name)), None)
+
+    def state_dict(self) -> dict[str, Any]:
+        explorer_state = getattr(self.explorer, "state_dict", None)
+        return {
+            "table": self.learner.state_dict()["table"],
+            "explorer": {} if explorer_state is None else explorer_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.learner.load_state_dict({"table": state["table"]})
+        if state.get("explorer"):
+            self.explorer.load_state_dict(state["explorer"])
+
+    def __repr__(self) -> str:
+        return f"QBasedPolicy({self.learner!r}, {self.explorer!r})"
+
+
+@plan.dispatch
+def _plan_q_based(policy: QBasedPolicy, env):
+    if env is not policy._bound_env:
+        policy._bind(env)
+    values = policy.learner.values(env.state)
+    if policy._mask_name is None:
+        return policy.explorer.plan(values)
+    return policy.explorer.plan(values, getattr(env, policy._mask_name))
+
+
+@optimise.dispatch
+def _optimise_q_based(policy: QBasedPolicy, stage: PostActStage, trajectory):
+    update = policy.learner.update
+    for batch in trajectory:
+        update(batch)
