@@ -34,10 +34,12 @@ Internal contract (shared with `EpisodesBuffer`, the samplers and the wrappers):
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
 from trajectories._casting import TraceKeyError
+from trajectories._fastpush import compile_push
 from trajectories.buffers import ElasticArrayBuffer, _capacity, _FrameBuffer
 
 __all__ = ["Trace", "Traces", "MultiplexTraces"]
@@ -219,20 +221,24 @@ class Traces:
                 raise ValueError(f"got both {seen[i]!r} and {name!r}, two names of one "
                                  f"multiplexed trace; push only one of them")
             seen[i] = name
-        writes = tuple((name, self._where[name][1]._put) for name in keys)
+        writes = tuple((name, self._where[name][1]) for name in keys)
         padded = [b for i, (b, m) in enumerate(zip(self._bufs, self._mux, strict=True))
                   if pad and not m and i not in seen]
         written = [self._bufs[i] for i in seen] + padded
         others = tuple(b for b in self._bufs if all(b is not w for w in written))
         lead = self._leader if any(b is self._leader for b in written) else None
-        plan = (writes, tuple(b._put for b in padded), tuple(b._commit for b in written),
-                lead, others)
+        fn = compile_push(writes, padded, lead, others)
+        if fn is None:
+            fn = partial(self._push, plan=(tuple((n, b._put) for n, b in writes),
+                                           tuple(b._put for b in padded),
+                                           tuple(b._commit for b in written), lead, others))
         cache = self._pad_plans if pad else self._plans
         if len(cache) < 64:  # a layout sees a handful of key sets; never grow without bound
-            cache[tuple(keys)] = plan
-        return plan
+            cache[tuple(keys)] = fn
+        return fn, writes, lead, others
 
     def _push(self, row: dict, plan) -> None:
+        # The general path (the generated one in _fastpush does the same, inlined).
         writes, pads, commits, lead, others = plan
         # 1. write every value into its buffer's spare slot: this is where bad input raises,
         #    and nothing is visible yet.
@@ -251,19 +257,28 @@ class Traces:
 
     def push(self, **row) -> None:
         """Push one frame to each named trace (a subset of names is a partial insert)."""
-        plan = self._plans.get(tuple(row))
-        self._push(row, plan if plan is not None else self._plan(tuple(row), False))
+        fn = self._plans.get(tuple(row))
+        (fn if fn is not None else self._plan(tuple(row), False)[0])(row)
 
     def pad(self, **row) -> None:
         """`push` plus one zero frame for every plain (non-multiplex) slot not named."""
-        plan = self._pad_plans.get(tuple(row))
-        self._push(row, plan if plan is not None else self._plan(tuple(row), True))
+        fn = self._pad_plans.get(tuple(row))
+        (fn if fn is not None else self._plan(tuple(row), True)[0])(row)
+
+    # The same two, taking the row as a dict: `EpisodesBuffer` calls these when `push` and
+    # `pad` are not overridden, saving a keyword-argument repack per step.
+    def _push_row(self, row: dict) -> None:
+        fn = self._plans.get(tuple(row))
+        (fn if fn is not None else self._plan(tuple(row), False)[0])(row)
+
+    def _pad_row(self, row: dict) -> None:
+        fn = self._pad_plans.get(tuple(row))
+        (fn if fn is not None else self._plan(tuple(row), True)[0])(row)
 
     def append(self, **rows) -> None:
         """Append many frames per named trace (first axis), all validated before writing."""
-        writes, _, _, lead, others = self._plan(tuple(rows), False)
-        frames = [(self._where[name][1], self._where[name][1]._prepare(rows[name]))
-                  for name, _ in writes]
+        _, writes, lead, others = self._plan(tuple(rows), False)
+        frames = [(buf, buf._prepare(rows[name])) for name, buf in writes]
         evict_n = 0
         if lead is not None and math.isfinite(lead.capacity):
             k = next(len(f) for b, f in frames if b is lead)

@@ -1,0 +1,414 @@
+"""`EpisodesBuffer`: traces plus per-state episode bookkeeping, so no sample crosses episodes.
+
+Entry ``i`` of the metadata belongs to stored state ``i`` and describes row ``i`` (the
+transition leaving that state)::
+
+    push state=0, 2 steps, state=3 (new episode), 1 step:
+
+    states            0  1  2 | 3  4           (| = episode boundary)
+    row i             0->1  1->2  2->3  3->4   (row 2 is padding: 2 is a last state)
+    sampleable_inds   1  1  0   1  0
+    step_numbers      1  2  3   1  2
+    episodes_lengths  2  2  2   1  1
+
+Kinds of push (the four rules of DESIGN §8):
+
+- *full*: every slot gets a value -> one transition (rule 2);
+- *partial*: only state-like multiplex slots (``state``, ``legal_actions_mask``) -> an
+  episode's first state (rule 1 into an empty buffer, rule 3 otherwise, via ``traces.pad``);
+- *completion*: ``next_action`` alone in layouts that have it (rule 4).
+
+Writes go only through ``traces.push``/``traces.pad``/``traces.append`` (wrappers hook those),
+after every rule was checked; the metadata update cannot fail, so a push that raises leaves
+traces and metadata exactly as they were. The traces' ``slots`` must list only pushable slots.
+
+Samplers use ``is_sampleable_at(idx)``, ``step_number_at(idx)``, ``episode_length_at(idx)``
+(idx: int64 row indices), ``n_sampleable`` (O(1)) and ``sampleable_indices()`` (O(n)).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trajectories._casting import TraceKeyError, coerce_frame, coerce_frames
+from trajectories._episode_meta import EpisodeMeta
+from trajectories.traces import Traces
+
+__all__ = ["EpisodesBuffer"]
+
+# Where the last episode stands; a full step is allowed from _STARTED on (one comparison).
+_EMPTY, _COMPLETED, _STARTED, _STEPPING = range(4)
+_PARTIAL, _FULL, _COMPLETION = range(3)
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+class EpisodesBuffer:
+    """Wraps traces and tracks which rows are complete transitions inside one episode.
+
+    Args:
+        traces: empty traces (a preset, a `Traces`, or a wrapper of one).
+
+    Example:
+        >>> from trajectories import CircularArraySARTSTraces
+        >>> eb = EpisodesBuffer(CircularArraySARTSTraces(capacity=10))
+        >>> eb.push(state=0)
+        >>> for s in (1, 2):
+        ...     eb.push(state=s, action=1, reward=0.0, terminal=s == 2)
+        >>> eb.push(state=3)                       # a new episode
+        >>> eb.push(state=4, action=0, reward=1.0, terminal=True)
+        >>> eb.sampleable_inds.astype(int).tolist(), eb.step_numbers.tolist()
+        ([1, 1, 0, 1, 0], [1, 2, 3, 1, 2])
+        >>> eb.episodes_lengths.tolist()
+        [2, 2, 2, 1, 1]
+        >>> len(eb), int(eb[3]["next_state"])
+        (4, 4)
+    """
+
+    def __init__(self, traces):
+        if isinstance(traces, EpisodesBuffer):
+            raise TypeError("EpisodesBuffer got an EpisodesBuffer; pass its traces instead")
+        for attr in ("keys", "slots", "capacity", "push", "pad", "append", "take", "pop"):
+            if not hasattr(traces, attr):
+                raise TypeError(f"EpisodesBuffer needs traces (a Traces or preset), got "
+                                f"{type(traces).__name__} without {attr!r}")
+        if len(traces) != 0:
+            raise ValueError(f"EpisodesBuffer needs empty traces, got {len(traces)} rows; "
+                             f"pass traces.empty_copy() or clear them first")
+        self.traces = traces
+        slots = tuple(tuple(s) for s in traces.slots)
+        self._n_slots = len(slots)
+        self._slot_of = {name: i for i, s in enumerate(slots) for name in s}
+        self._completion = next((s[1] for s in slots if len(s) == 2 and s[1] == "next_action"),
+                                None)
+        self._multiplexed = any(len(s) == 2 for s in slots)
+        # Slots a partial push may name: the state-like multiplexes (not the action one).
+        self._state_like = {i for i, s in enumerate(slots)
+                            if len(s) == 2 and s[1] != self._completion}
+        if not self._multiplexed:
+            self._state_like = set(range(len(slots)))
+        self._slots = slots
+        cap = traces.capacity
+        self._meta = EpisodeMeta(cap + 1 if self._multiplexed and math.isfinite(cap) else cap)
+        self._phase = _EMPTY
+        self._kinds = {}  # tuple(row keys) -> (kind, push function, pad function)
+        # Plain Traces hand out their compiled push per key set (saves a layer per step);
+        # wrappers that override push/pad are always called through them.
+        self._fast = isinstance(traces, Traces) and type(traces).push is Traces.push \
+            and type(traces).pad is Traces.pad
+        self._tpush = traces._push_row if self._fast else (lambda row: traces.push(**row))
+        self._tpad = traces._pad_row if self._fast else (lambda row: traces.pad(**row))
+        # Which entry a full step marks sampleable (places before the end; 0: none), from the
+        # episode's second step on / before it. See _push_row.
+        self._back_late, self._back_early = (1, 1) if self._completion is None else (2, 0)
+
+    # -- classification ---------------------------------------------------------------------------
+    def _classify(self, keys: tuple) -> tuple:
+        seen = {}
+        for k in keys:
+            if k not in self._slot_of:
+                raise TraceKeyError(f"unknown trace {k!r}; the traces are {self.keys()}")
+            i = self._slot_of[k]
+            if i in seen:
+                raise ValueError(f"got both {seen[i]!r} and {k!r}, two names of one "
+                                 f"multiplexed trace; push only one of them")
+            seen[i] = k
+        if self._completion is not None and keys == (self._completion,):
+            kind = _COMPLETION
+        elif len(seen) == self._n_slots:
+            kind = _FULL
+        elif set(seen) <= self._state_like and seen:
+            kind = _PARTIAL
+        else:
+            missing = [self._slots[i][0] for i in range(self._n_slots) if i not in seen]
+            starts = [self._slots[i][0] for i in sorted(self._state_like)]
+            raise TraceKeyError(
+                f"push got {list(keys)} but is missing {missing}: a step pushes every trace "
+                f"({[s[0] for s in self._slots]}); an episode starts with only {starts}")
+        if self._fast:
+            entry = (kind, self.traces._plan(keys, False)[0],
+                     self.traces._plan(keys, True)[0] if kind == _PARTIAL else None)
+        else:
+            entry = (kind, self._tpush, self._tpad)
+        if len(self._kinds) < 64:
+            self._kinds[keys] = entry
+        return entry
+
+    def _phase_error(self, kind: int) -> ValueError:
+        ph, c = self._phase, self._completion
+        if kind == _FULL and ph == _EMPTY:
+            return ValueError("the first push into an empty buffer must be a partial push of the "
+                              "episode's first state, e.g. push(state=s0); got a full step")
+        if kind == _FULL:
+            return ValueError(f"a full push right after push({c}=...) : the episode is complete;"
+                              f" start the next one with a partial push, e.g. push(state=s0)")
+        if kind == _PARTIAL and ph == _STARTED:
+            return ValueError("a partial push right after a partial push (an episode with no "
+                              "step); push a full step first, or pop() the previous first state")
+        if kind == _PARTIAL:
+            return ValueError(f"the last episode is not complete: push({c}=a) with the action "
+                              f"at its final state before starting a new episode")
+        if ph == _COMPLETED:
+            return ValueError(f"push({c}=...) twice in a row: the episode is already complete")
+        return ValueError(f"push({c}=...) completes an episode's last step, but "
+                          f"{'the buffer is empty' if ph == _EMPTY else 'no step was pushed'}; "
+                          f"push a full step first")
+
+    def _allowed(self, kind: int) -> bool:
+        ph = self._phase
+        if kind == _FULL:
+            return ph == _STARTED or ph == _STEPPING or (ph == _EMPTY and not self._multiplexed)
+        if kind == _PARTIAL:
+            return ph != _STARTED and not (ph == _STEPPING and self._completion is not None)
+        return ph == _STEPPING
+
+    # -- push -----------------------------------------------------------------------------------
+    def push(self, **row) -> None:
+        """Push one step (full), an episode's first state (partial) or ``next_action``."""
+        self._push_row(row)
+
+    def _push_row(self, row: dict) -> int:
+        """`push` taking a dict; returns the number of transitions inserted (1 or 0)."""
+        entry = self._kinds.get(tuple(row))
+        if entry is None:
+            entry = self._classify(tuple(row))
+        kind, push, pad = entry
+        if kind == _FULL and self._phase >= _STARTED:
+            push(row)  # raises before writing anything
+            # The previous row is complete now; with next_action, the row before it (its next
+            # action just arrived), which exists from the episode's second step on.
+            meta = self._meta
+            step = meta.step
+            meta.append(step + 1, self._back_late if step >= 2 else self._back_early)
+            self._phase = _STEPPING
+            return 1
+        if not self._allowed(kind):
+            raise self._phase_error(kind)
+        meta = self._meta
+        if kind == _FULL:              # first push of a layout without multiplex
+            push(row)
+            meta.append(1)
+            self._phase = _STEPPING
+            return 1
+        if kind == _COMPLETION:
+            push(row)
+            meta.mark(2, True)
+            self._phase = _COMPLETED
+            return 0
+        if self._phase == _EMPTY:
+            push(row)
+        else:
+            pad(row)
+            self._finish_episode()
+        meta.append(1)
+        self._phase = _STARTED
+        return 0
+
+    def _finish_episode(self) -> None:
+        meta = self._meta
+        step = meta.step
+        meta.fill_lens(min(step, meta.n), step - 1)
+        meta.mark(1, False)  # the boundary row (last state -> next first state)
+
+    # -- bulk insertion -------------------------------------------------------------------------
+    def extend(self, *, new_episode: bool = True, **columns) -> int:
+        """Insert many steps at once; returns the number of transitions inserted.
+
+        With ``new_episode=True`` (the default) the state-like columns (``state``, and
+        ``legal_actions_mask`` in SLART layouts) carry ``T + 1`` rows, the episode's first state
+        then the ``T`` next states, and the other columns ``T`` rows: the same as
+        ``push(state=s[0])`` followed by ``T`` full pushes. With ``new_episode=False`` every
+        column has ``T`` rows and the steps continue the current episode. In layouts with
+        ``next_action``, ``next_action=a`` (one frame) completes the episode afterwards.
+        Bookkeeping is exactly that of the equivalent single pushes; everything is validated
+        before anything is written.
+        """
+        nxt = columns.pop(self._completion, None) if self._completion else None
+        keys = tuple(columns)
+        kind = self._classify(keys)[0] if keys else None
+        if kind != _FULL:
+            raise TraceKeyError(f"extend needs every trace {[s[0] for s in self._slots]}, "
+                                f"got {list(keys)}")
+        if new_episode and not self._multiplexed:
+            raise ValueError("layouts without a multiplexed state have no episode start; "
+                             "use extend(new_episode=False, ...)")
+        state_like = {n for n in keys if self._slot_of[n] in self._state_like} \
+            if new_episode else set()
+        lengths = {n: len(v) if np.ndim(v) else -1 for n, v in columns.items()}
+        plain = [n for n in keys if n not in state_like]
+        T = lengths[plain[0]] if plain else lengths[keys[0]] - 1
+        for n, k in lengths.items():
+            want = T + 1 if n in state_like else T
+            if k != want or T < 0:
+                rule = ("the state-like columns carry T + 1 rows (first state, then T next "
+                        "states), the others T" if new_episode else "every column carries T rows")
+                raise ValueError(f"extend: column {n!r} has {k if k >= 0 else 'no'} rows, "
+                                 f"expected {want}: {rule}")
+        # Check the rules as the equivalent pushes would, before writing anything.
+        if new_episode and not self._allowed(_PARTIAL):
+            raise self._phase_error(_PARTIAL)
+        if T and not new_episode and not self._allowed(_FULL):
+            raise self._phase_error(_FULL)
+        if nxt is not None and T == 0 and (new_episode or self._phase != _STEPPING):
+            raise self._phase_error(_COMPLETION)
+        cols = {n: self._prepare(n, v) for n, v in columns.items()}
+        if nxt is not None:
+            ref = self.traces.take(self._completion, _NO_ROWS)
+            if ref.dtype != object:
+                nxt = coerce_frame(nxt, ref.dtype, ref.shape[1:], self._completion)
+        # Write: first state (rule 1 or 3), the steps in one append, then the completion.
+        meta = self._meta
+        if new_episode:
+            first = {n: cols[n][0] for n in state_like}
+            cols = {n: cols[n][1:] if n in state_like else c for n, c in cols.items()}
+            if self._phase == _EMPTY:
+                self._tpush(first)
+            else:
+                self._tpad(first)
+                self._finish_episode()
+            meta.append(1)
+            self._phase = _STARTED
+        if T:
+            self.traces.append(**cols)
+        if nxt is not None:
+            self._tpush({self._completion: nxt})
+        self._bulk_meta(T, nxt is not None)
+        return T
+
+    def _prepare(self, name, values):
+        ref = self.traces.take(name, _NO_ROWS)
+        if ref.dtype == object:  # a column whose dtype the first value will fix
+            return np.asarray(values)
+        return coerce_frames(values, ref.dtype, ref.shape[1:], name)
+
+    def _bulk_meta(self, T: int, completed: bool) -> None:
+        # Within the current episode, entry with step s is sampleable iff s <= th.
+        meta = self._meta
+        k = meta.step
+        K = k + T
+        th = K - 1 if self._completion is None else K - 2 + completed
+        for back in (2, 1):  # old entries whose flag may change: steps k-1 and k
+            s = k - back + 1
+            if s >= 1 and back <= meta.n and T + completed:
+                meta.mark(back, bool(s <= th))
+        steps = np.arange(k + 1, K + 1, dtype=np.int32)
+        meta.extend(steps, steps <= th)
+        if T:
+            self._phase = _STEPPING
+        if completed:
+            self._phase = _COMPLETED
+
+    # -- read -----------------------------------------------------------------------------------
+    def keys(self) -> tuple:
+        return tuple(self.traces.keys())
+
+    @property
+    def slots(self) -> tuple:
+        return self._slots
+
+    @property
+    def capacity(self):
+        return self.traces.capacity
+
+    def __len__(self) -> int:
+        return len(self.traces)
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            n = len(self.traces)
+            i = key + n if -n <= key < 0 else key
+            if not 0 <= i < n or not self._meta.samp[self._meta.phys(i)]:
+                raise IndexError(f"row {key} is not sampleable (an episode's last state, an "
+                                 f"incomplete step or out of range for {n} rows)")
+            return self.traces[i]
+        return self.traces[key]
+
+    def __iter__(self):
+        for i in self.sampleable_indices():
+            yield self.traces[int(i)]
+
+    def take(self, name: str, idx: np.ndarray) -> np.ndarray:
+        return self.traces.take(name, idx)
+
+    def is_sampleable_at(self, idx: np.ndarray) -> np.ndarray:
+        return self._meta.samp[self._meta.phys(idx)]
+
+    def step_number_at(self, idx: np.ndarray) -> np.ndarray:
+        return self._meta.steps[self._meta.phys(idx)]
+
+    def episode_length_at(self, idx: np.ndarray) -> np.ndarray:
+        meta = self._meta
+        step = meta.step
+        current = idx >= meta.n - min(step, meta.n)  # the episode still being collected
+        return np.where(current, step - 1, meta.lens[meta.phys(idx)])
+
+    @property
+    def n_sampleable(self) -> int:
+        return self._meta.n_samp
+
+    def sampleable_indices(self) -> np.ndarray:
+        return np.flatnonzero(self._meta.logical(self._meta.samp))
+
+    @property
+    def sampleable_inds(self) -> np.ndarray:
+        return self._meta.logical(self._meta.samp)
+
+    @property
+    def step_numbers(self) -> np.ndarray:
+        return self._meta.logical(self._meta.steps)
+
+    @property
+    def episodes_lengths(self) -> np.ndarray:
+        meta = self._meta
+        out = meta.logical(meta.lens)
+        step = meta.step
+        if meta.n:
+            out[meta.n - min(step, meta.n):] = step - 1
+        return out
+
+    def set_priority(self, keys, values) -> None:
+        if not hasattr(self.traces, "set_priority"):
+            raise TypeError(f"set_priority needs prioritized traces (CircularPrioritizedTraces), "
+                            f"got {type(self.traces).__name__}")
+        self.traces.set_priority(keys, values)
+
+    # -- remove ---------------------------------------------------------------------------------
+    def pop(self):
+        """Remove the newest state (and the row leading to it); return the removed row."""
+        meta = self._meta
+        if meta.n == 0:
+            raise IndexError("pop from an empty EpisodesBuffer")
+        was_first_state = self._phase == _STARTED
+        row = self.traces.pop()
+        meta.drop_last()
+        if meta.n == 0:
+            self._phase = _EMPTY
+            return row
+        meta.mark(1, False)  # the new newest state has no row after it yet
+        step = meta.step
+        if was_first_state:  # back in the previous episode; its completion went with the pad
+            self._phase = _STEPPING if step > 1 else _STARTED
+        elif self._phase == _STEPPING and step == 1:
+            self._phase = _STARTED
+        if self._completion is not None and self._phase != _COMPLETED and step >= 2:
+            meta.mark(2, False)  # its next action is gone
+        return row
+
+    def popleft(self):
+        """Remove the oldest state (and its row); return the removed row."""
+        if self._meta.n == 0:
+            raise IndexError("popleft from an empty EpisodesBuffer")
+        row = self.traces.popleft()
+        self._meta.drop_first()
+        if self._meta.n == 0:
+            self._phase = _EMPTY
+        return row
+
+    def clear(self) -> None:
+        self.traces.clear()
+        self._meta.clear()
+        self._phase = _EMPTY
+
+    def __repr__(self) -> str:
+        return (f"EpisodesBuffer({self.traces!r}, n_sampleable={self.n_sampleable})")
