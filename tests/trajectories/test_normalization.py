@@ -125,3 +125,21 @@ def test_wraps_prioritised_traces_and_forwards_set_priority():
     batch = BatchSampler(8, rng=0).sample(t)
     assert batch["key"].tolist() == [1] * 8
     np.testing.assert_allclose(batch["reward"], (3.0 - 2.0) / np.sqrt(2.0), rtol=1e-6)
+
+
+def test_in_an_episodes_buffer_padding_is_not_counted():
+    from trajectories import EpisodesBuffer
+
+    traces = NormalizedTraces(CircularArraySARTSTraces(capacity=20), reward=Normalizer())
+    eb = EpisodesBuffer(traces)
+    eb.push(state=0)
+    eb.push(state=1, action=0, reward=2.0, terminal=True)
+    eb.push(state=5)  # pads reward with a 0.0 that the statistics never see
+    eb.push(state=6, action=0, reward=4.0, terminal=False)
+    norm = traces.normalizers["reward"]
+    assert norm.count == 2 and float(norm.mean) == 3.0
+    assert traces["reward"].tolist() == [2.0, 0.0, 4.0]
+    batch = BatchSampler(50, rng=0).sample(eb)
+    z = 1 / np.sqrt(2)  # (2 - 3) / std([2, 4]) and (4 - 3) / std([2, 4])
+    np.testing.assert_allclose(np.abs(batch["reward"]), z, rtol=1e-6)
+    assert set(np.sign(batch["reward"]).tolist()) == {-1.0, 1.0}

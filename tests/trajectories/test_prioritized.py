@@ -176,3 +176,44 @@ def test_construction_errors():
         step(t, 1)
         t.set_priority([0], [0.0])
         BatchSampler(4).sample(t)
+
+
+def test_in_an_episodes_buffer_boundaries_get_priority_zero():
+    from trajectories import EpisodesBuffer
+
+    eb = EpisodesBuffer(sarts(capacity=20))
+    eb.push(state=0)
+    for s in (1, 2, 3):
+        eb.push(state=s, action=0, reward=1.0, terminal=s == 3)
+    eb.push(state=10)  # new episode: the row 3 -> 10 is a boundary
+    for s in (11, 12):
+        eb.push(state=s, action=0, reward=1.0, terminal=False)
+    t = eb.traces
+    assert t["key"].tolist() == [0, 1, 2, 3, 4, 5]
+    assert t["priority"].tolist() == [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    eb.set_priority([3, 4], [9.0, 2.0])  # forwarded; the boundary keeps 0
+    assert t["priority"].tolist() == [1.0, 1.0, 1.0, 0.0, 2.0, 1.0]
+    batch = BatchSampler(600, rng=0).sample(eb)
+    assert (batch["next_state"] == batch["state"] + 1).all()
+    assert 3 not in set(batch["key"].tolist())
+
+
+def test_bulk_extend_and_pending_sartsa_rows_in_a_trajectory():
+    from trajectories import Trajectory
+
+    traj = Trajectory(CircularPrioritizedTraces(CircularArraySARTSATraces(capacity=20)),
+                      sampler=BatchSampler(300, rng=1))
+    traj.extend(state=np.arange(4), action=np.array([100, 101, 102]),
+                reward=np.ones(3, dtype=np.float32), terminal=np.array([False, False, True]),
+                next_action=103)
+    traj.extend(state=np.arange(10, 13), action=np.array([110, 111]),
+                reward=np.ones(2, dtype=np.float32), terminal=np.zeros(2, dtype=bool))
+    t = traj.container.traces
+    # rows: 0 1 2 | boundary 3 | 4 5 (5 waits for its next action)
+    assert t["key"].tolist() == [0, 1, 2, 3, 4, 5]
+    assert t["priority"].tolist() == [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    batch = traj.sample()
+    assert set(batch["state"].tolist()) == {0, 1, 2, 10}
+    assert (batch["next_action"] == batch["action"] + 1).all()
+    traj.container.set_priority([0, 1, 2, 4], [0.0, 0.0, 0.0, 1.0])
+    assert set(traj.sample()["state"].tolist()) == {10}
