@@ -6,6 +6,8 @@ samplers, in numpy (torch only where a sampler is given a device). Re-exports on
 
 from trajectories._casting import CastError, TraceKeyError
 from trajectories.buffers import CircularArrayBuffer, ElasticArrayBuffer
+from trajectories.controllers import EpisodeSampleRatioController, InsertSampleRatioController
+from trajectories.episodes import EpisodesBuffer
 from trajectories.normalization import NormalizedTraces, Normalizer
 from trajectories.presets import (
     CircularArraySARTSATraces,
@@ -24,6 +26,7 @@ from trajectories.samplers import (
     NStepBatchSampler,
 )
 from trajectories.traces import MultiplexTraces, Trace, Traces
+from trajectories.trajectory import Trajectory
 
 __all__: list[str] = [
     "CastError",
@@ -38,6 +41,10 @@ __all__: list[str] = [
     "CircularArraySLARTTraces",
     "ElasticArraySARTSTraces",
     "ElasticArraySARTSATraces",
+    "EpisodesBuffer",
+    "InsertSampleRatioController",
+    "EpisodeSampleRatioController",
+    "Trajectory",
     "SumTree",
     "CircularPrioritizedTraces",
     "Normalizer",

@@ -1,0 +1,152 @@
+import numpy as np
+import pytest
+
+from trajectories import (
+    BatchSampler,
+    CircularArraySARTSATraces,
+    CircularArraySARTSTraces,
+    DummySampler,
+    EpisodesBuffer,
+    InsertSampleRatioController,
+    Trajectory,
+)
+
+
+class CountingController(InsertSampleRatioController):
+    """Records every call, to check the trajectory consults it exactly as specified."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.inserts, self.samples = [], 0
+
+    def on_insert(self, n, data=None):
+        self.inserts.append((n, dict(data)))
+        super().on_insert(n, data)
+
+    def on_sample(self):
+        self.samples += 1
+        return super().on_sample()
+
+
+def test_defaults_wrap_container():
+    t = Trajectory(CircularArraySARTSTraces(capacity=10))
+    assert isinstance(t.container, EpisodesBuffer)
+    assert isinstance(t.sampler, DummySampler)
+    assert isinstance(t.controller, InsertSampleRatioController)
+    eb = EpisodesBuffer(CircularArraySARTSTraces(capacity=10))
+    assert Trajectory(eb).container is eb
+    # defaults are built per trajectory
+    assert Trajectory(eb).controller is not Trajectory(eb).controller
+
+
+def test_only_full_pushes_count_as_inserts():
+    c = CountingController()
+    t = Trajectory(CircularArraySARTSATraces(capacity=10), controller=c)
+    t.push(state=0)
+    t.push(state=1, action=0, reward=1.0, terminal=True)
+    t.push(next_action=1)
+    assert c.inserts == [(1, dict(state=1, action=0, reward=1.0, terminal=True))]
+    assert c.n_inserted == 1 and len(t) == 1
+
+
+def test_empty_container_never_consults_the_controller():
+    c = CountingController(threshold=0)
+    t = Trajectory(CircularArraySARTSTraces(capacity=10), controller=c)
+    assert list(t) == [] and c.samples == 0
+    t.push(state=0)  # a first state: still no row
+    assert list(t) == [] and c.samples == 0 and c.n_sampled == 0
+
+
+def test_iteration_yields_as_many_batches_as_the_ratio_allows():
+    c = InsertSampleRatioController(ratio=0.5, threshold=2)
+    t = Trajectory(CircularArraySARTSTraces(capacity=100), BatchSampler(3, rng=0), c)
+    t.push(state=0)
+    counts = []
+    for s in range(1, 9):
+        t.push(state=s, action=1, reward=0.0, terminal=False)
+        counts.append(len(list(t)))
+    assert counts == [0, 1, 0, 1, 0, 1, 0, 1]
+    assert c.n_sampled == 4 == (8 - 2) * 0.5 + 1
+    batch = t.sample()
+    assert batch["state"].shape == (3,) and c.n_sampled == 4
+
+
+def test_dummy_sampler_yields_the_container():
+    t = Trajectory(CircularArraySARTSTraces(capacity=10))
+    t.push(state=0)
+    t.push(state=1, action=0, reward=0.0, terminal=False)
+    assert [b for b in t] == [t.container]
+    assert t.sample() is t.container
+
+
+def test_extend_counts_transitions_in_one_call():
+    c = CountingController()
+    t = Trajectory(CircularArraySARTSTraces(capacity=10), controller=c)
+    n = t.extend(state=np.arange(4), action=[0, 1, 0], reward=[0.0, 0.0, 1.0],
+                 terminal=[False, False, True])
+    assert n == 3 and [k for k, _ in c.inserts] == [3] and c.n_inserted == 3
+    assert c.inserts[0][1]["action"] == [0, 1, 0]
+    t.extend(state=[7], action=[], reward=[], terminal=[])  # a first state only: no insert
+    assert [k for k, _ in c.inserts] == [3] and len(t) == 4
+
+
+def test_forwarding_and_errors():
+    t = Trajectory(CircularArraySARTSTraces(capacity=10))
+    t.push(state=0)
+    t.push(state=1, action=0, reward=0.0, terminal=False)
+    assert t.keys() == ("state", "next_state", "action", "reward", "terminal")
+    assert t[0]["next_state"] == 1 and t["action"].tolist() == [0]
+    with pytest.raises(TypeError):
+        Trajectory(CircularArraySARTSTraces(capacity=10), sampler=object())
+    with pytest.raises(TypeError):
+        Trajectory(CircularArraySARTSTraces(capacity=10), controller=object())
+    with pytest.raises(TypeError, match="prioritized"):
+        t.set_priority([0], [1.0])
+
+
+BAD_STEPS = [
+    dict(state=1.5, action=0, reward=0.0, terminal=False),           # float into int state
+    dict(state=[1, 2], action=0, reward=0.0, terminal=False),        # wrong shape
+    dict(state=1, action="a", reward=0.0, terminal=False),           # string into int
+    dict(state=1, action=0, reward="x", terminal=False),             # string into float
+    dict(state=1, action=float("nan"), reward=0.0, terminal=False),  # NaN into int
+    dict(state=1, action=0, reward=0.0, terminal=float("nan")),      # NaN into bool
+    dict(state=1, action=0, reward=0.0, terminal=2),                 # 2 into bool
+    dict(state=1, action=2**80, reward=0.0, terminal=False),         # out of range
+    dict(state=1, action=0, reward=0.0),                             # missing terminal
+    dict(state=1, action=0, reward=0.0, terminal=False, extra=1),    # unknown key
+    dict(state=1, next_state=1, action=0, reward=0.0, terminal=False),  # both names
+    dict(state=3),                                                   # partial after partial
+    dict(next_action=1),                                             # not in this layout
+]
+
+
+def snapshot(t):
+    eb = t.container
+    return ({k: eb.traces[k].tolist() for k in eb.keys()},
+            [np.asarray(b).tolist() for b in eb.traces._bufs],
+            eb.sampleable_inds.tolist(), eb.step_numbers.tolist(), eb.episodes_lengths.tolist(),
+            eb.n_sampleable, t.controller.n_inserted, t.controller.n_sampled)
+
+
+@pytest.mark.parametrize("bad", BAD_STEPS)
+def test_bad_push_into_full_wrapped_trajectory_changes_nothing(bad):
+    t = Trajectory(CircularArraySARTSTraces(capacity=4), controller=CountingController())
+    t.push(state=0)
+    for s in range(1, 8):
+        t.push(state=s, action=s, reward=float(s), terminal=False)
+    t.push(state=10)
+    before = snapshot(t)
+    with pytest.raises((TypeError, ValueError)):
+        t.push(**bad)
+    assert snapshot(t) == before
+    assert len(t.controller.inserts) == 7
+
+
+def test_memory_of_a_million_step_cartpole_trajectory():
+    t = Trajectory(CircularArraySARTSTraces(capacity=1_000_000, state=(np.float32, (4,))))
+    eb = t.container
+    arrays = [b._data for b in eb.traces._bufs] + [eb._meta.samp, eb._meta.steps, eb._meta.lens]
+    total = sum(a.nbytes for a in arrays)
+    assert eb.traces._bufs[0]._data.nbytes == (1_000_000 + 2) * 16  # states stored once
+    assert total <= 60e6, total

@@ -1,0 +1,105 @@
+"""`Trajectory`: a container (in an `EpisodesBuffer`), a sampler and a controller.
+
+Pushing counts transitions with the controller; iterating yields batches while the controller
+allows::
+
+    for batch in trajectory:      # while container non-empty and controller.on_sample()
+        learn(batch)              #   -> sampler.sample(container)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trajectories.controllers import InsertSampleRatioController
+from trajectories.episodes import EpisodesBuffer
+
+__all__ = ["Trajectory"]
+
+
+def _dummy_sampler():
+    from trajectories.samplers import DummySampler  # samplers import the storage modules
+
+    return DummySampler()
+
+
+@dataclass(eq=False)
+class Trajectory:
+    """Experience storage that knows when learning may sample and how.
+
+    Args:
+        container: traces (wrapped in an `EpisodesBuffer` unless they are one).
+        sampler: builds a batch from the container (default `DummySampler()`: the container).
+        controller: decides how many batches inserts allow
+            (default `InsertSampleRatioController()`).
+
+    Example:
+        >>> import numpy as np
+        >>> from trajectories import CircularArraySARTSTraces, BatchSampler
+        >>> from trajectories.controllers import InsertSampleRatioController
+        >>> t = Trajectory(CircularArraySARTSTraces(capacity=100),
+        ...                BatchSampler(4, rng=0), InsertSampleRatioController(threshold=3))
+        >>> t.push(state=0)                                  # an episode's first state
+        >>> for s in range(1, 4):
+        ...     t.push(state=s, action=1, reward=1.0, terminal=s == 3)
+        >>> [batch["state"].shape for batch in t]            # (3 - 3) * 1 + 1 batches
+        [(4,)]
+        >>> t.extend(state=np.arange(10, 16), action=np.ones(5, dtype=np.int64),
+        ...          reward=np.zeros(5), terminal=[0, 0, 0, 0, 1])
+        5
+        >>> len(t), t.controller.n_inserted, len(list(t))
+        (9, 8, 5)
+    """
+
+    container: object
+    sampler: object = None
+    controller: object = None
+    _push_row: object = field(init=False, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.container, EpisodesBuffer):
+            self.container = EpisodesBuffer(self.container)
+        if self.sampler is None:
+            self.sampler = _dummy_sampler()
+        if self.controller is None:
+            self.controller = InsertSampleRatioController()
+        for name, needs in (("sampler", "sample"), ("controller", "on_sample")):
+            if not hasattr(getattr(self, name), needs):
+                raise TypeError(f"Trajectory {name}= needs a {needs}() method, got "
+                                f"{type(getattr(self, name)).__name__}")
+        self._push_row = self.container._push_row  # resolved once: the per-step path
+
+    def push(self, **step) -> None:
+        """Push one step, an episode's first state or ``next_action`` (see `EpisodesBuffer`);
+        a full step counts one insert with the controller."""
+        if self._push_row(step):
+            self.controller.on_insert(1, step)
+
+    def extend(self, *, new_episode: bool = True, **columns) -> int:
+        """Insert many steps at once (see `EpisodesBuffer.extend`); the controller counts the
+        ``T`` transitions in one ``on_insert(T, columns)`` call. Returns ``T``."""
+        n = self.container.extend(new_episode=new_episode, **columns)
+        if n:
+            self.controller.on_insert(n, columns)
+        return n
+
+    def __iter__(self):
+        # Emptiness is checked first: an empty container never consumes a controller sample.
+        while len(self.container) > 0 and self.controller.on_sample():
+            yield self.sampler.sample(self.container)
+
+    def sample(self):
+        """One batch, ignoring the controller."""
+        return self.sampler.sample(self.container)
+
+    def __len__(self) -> int:
+        return len(self.container)
+
+    def __getitem__(self, key):
+        return self.container[key]
+
+    def keys(self) -> tuple:
+        return self.container.keys()
+
+    def set_priority(self, keys, values) -> None:
+        self.container.set_priority(keys, values)
