@@ -620,6 +620,37 @@ def test_an_agent_whose_policy_does_not_learn_makes_no_optimise_call_per_step():
     assert call.func.__name__ == "_push_agent_post_episode"
 
 
+def test_an_agent_records_every_step_of_a_run_in_its_trajectory():
+    trajectory = rl.Trajectory(rl.CircularArraySARTSTraces(capacity=1000))
+    agent = rl.Agent(rl.RandomPolicy(rng=0), trajectory)
+    hook = rl.run(agent, rl.RandomWalk1D(), rl.StopAfterNSteps(123, progress=False),
+                  rl.StepsPerEpisode())
+    steps = hook.steps
+    assert sum(steps) == 123
+    # DESIGN §8: one padding row between episodes, none after the last
+    assert sum(steps) + len(steps) - 1 == len(trajectory.container)
+
+
+def test_an_agent_run_with_sampling_trajectory_and_hooks_matches_the_plain_loop():
+    def build():
+        trajectory = rl.Trajectory(
+            rl.CircularArraySARTSTraces(capacity=50), rl.BatchSampler(4, rng=0),
+            rl.InsertSampleRatioController(threshold=5),
+        )
+        return (rl.Agent(rl.RandomPolicy(rng=0), trajectory), rl.RandomWalk1D(),
+                rl.StopAfterNSteps(60, progress=False),
+                rl.TotalRewardPerEpisode() + rl.StepsPerEpisode(), rl.ResetIfEnvTerminated())
+
+    plain, resolved = build(), build()
+    plain_run(*plain)
+    rl.run(*resolved)
+    for key in ("state", "action", "reward", "terminal", "next_state"):
+        assert np.array_equal(plain[0].trajectory.container[key],
+                              resolved[0].trajectory.container[key])
+    assert plain[3][0].rewards == resolved[3][0].rewards
+    assert plain[3][1].steps == resolved[3][1].steps
+
+
 def test_a_stop_signal_set_from_another_thread_ends_the_run():
     signal = rl.StopSignal()
     timer = threading.Timer(0.05, signal.set)
