@@ -37,14 +37,16 @@ def masked(values: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return values if mask is None else np.where(mask, values, -np.inf)
 
 
-def maxima_weights(values: np.ndarray, break_ties: bool) -> np.ndarray:
-    """Per row, weights summing to 1 on the greedy choice: the first maximum, or all maxima."""
+def greedy_mass(values: np.ndarray, break_ties: bool, mass: float = 1.0) -> np.ndarray:
+    """Per row, ``mass`` on the greedy choice: on the first maximum, or split evenly over all
+    maxima with ``break_ties`` (``mass / k`` each, computed as written, so it matches a formula
+    a user writes by hand to the last bit)."""
     if break_ties:
         is_max = values == values.max(axis=-1, keepdims=True)
-        return is_max / is_max.sum(axis=-1, keepdims=True)
-    one_hot = np.zeros(values.shape)
-    np.put_along_axis(one_hot, np.argmax(values, axis=-1)[..., None], 1.0, axis=-1)
-    return one_hot
+        return mass * is_max / is_max.sum(axis=-1, keepdims=True)
+    weights = np.zeros(values.shape)
+    np.put_along_axis(weights, np.argmax(values, axis=-1)[..., None], mass, axis=-1)
+    return weights
 
 
 def uniform_among(candidates_BA: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -24,8 +24,8 @@ from stagerl.policies.explorer_base import (
     Explorer,
     as_array,
     as_mask,
+    greedy_mass,
     masked,
-    maxima_weights,
     sample,
     softmax,
     uniform_among,
@@ -162,7 +162,7 @@ class EpsilonGreedyExplorer(Explorer):
         else:
             mask = as_mask(mask, values)
             p = mask * (epsilon / mask.sum(axis=-1, keepdims=True))
-        return p + (1.0 - epsilon) * maxima_weights(masked(values, mask), self.break_ties)
+        return p + greedy_mass(masked(values, mask), self.break_ties, 1.0 - epsilon)
 
     def state_dict(self) -> dict[str, Any]:
         return {"step": self.step, **super().state_dict()}
@@ -196,7 +196,7 @@ class GreedyExplorer(Explorer):
     def prob(self, values: Any, mask: Any = None) -> np.ndarray:
         values = as_array(values)
         mask = None if mask is None else as_mask(mask, values)
-        return maxima_weights(masked(values, mask), break_ties=False)
+        return greedy_mass(masked(values, mask), break_ties=False)
 
 
 @dataclass(eq=False)

@@ -46,8 +46,9 @@ def _sampleable_rows(container: Any) -> np.ndarray:
     return np.arange(len(container))
 
 
-def _columns(batch: Any, names: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The named columns of a batch mapping, or of a container's sampleable rows."""
+def _columns(batch: Any, names: tuple[str, ...]) -> dict[str, np.ndarray] | None:
+    """The named columns of a batch mapping, or of a container's sampleable rows (``None``
+    when it has none)."""
     if isinstance(batch, Mapping):
         missing = [name for name in names if name not in batch]
         if missing:
@@ -56,13 +57,16 @@ def _columns(batch: Any, names: tuple[str, ...]) -> dict[str, np.ndarray]:
         if _NEXT_MASK in batch:
             columns[_NEXT_MASK] = _as_numpy(batch[_NEXT_MASK]).astype(bool)
         return columns
-    keys = set(batch.keys())
+    container = getattr(batch, "container", batch)  # a Trajectory: its EpisodesBuffer
+    keys = container.keys()
     missing = [name for name in names if name not in keys]
     if missing:
         raise KeyError(missing)
-    rows = _sampleable_rows(batch)
+    rows = _sampleable_rows(container)
+    if rows.size == 0:
+        return None
     wanted = names + ((_NEXT_MASK,) if _NEXT_MASK in keys else ())
-    return {name: np.asarray(batch.take(name, rows)) for name in wanted}
+    return {name: np.asarray(container.take(name, rows)) for name in wanted}
 
 
 class TDLearner:
@@ -130,6 +134,11 @@ class TDLearner:
             for each in batch:
                 self.update(each)
             return
+        if self.method == "ExpectedSARSA" and self.explorer is None:
+            raise ValueError(
+                'TDLearner(method="ExpectedSARSA") needs the explorer whose expectation it takes: '
+                "pass TDLearner(..., explorer=...) or wrap it in QBasedPolicy(learner, explorer)"
+            )
         names = _NEEDS[self.method]
         try:
             columns = _columns(batch, names)
@@ -139,11 +148,8 @@ class TDLearner:
                 f"lacks {missing.args[0]}"
                 + ("; record it with CircularArraySARTSATraces" if self.method == "SARSA" else "")
             ) from None
-        if self.method == "ExpectedSARSA" and self.explorer is None:
-            raise ValueError(
-                'TDLearner(method="ExpectedSARSA") needs the explorer whose expectation it takes: '
-                "pass TDLearner(..., explorer=...) or wrap it in QBasedPolicy(learner, explorer)"
-            )
+        if columns is None:
+            return
         states = _as_indices(columns["state"], "state")
         if len(states) == 0:
             return

@@ -108,6 +108,8 @@ def test_prob_vectors_exact():
     ties = constant_epsilon(0.2, break_ties=True)
     assert ties.prob([3.0, 1.0, 3.0]) == pytest.approx([e + 0.4, e, e + 0.4])
     assert ties.prob([3.0, 3.0, 3.0], mask=[False, True, True]) == pytest.approx([0, 0.5, 0.5])
+    three = constant_epsilon(0.3, break_ties=True).prob([1.0, 5.0, 5.0, 5.0])
+    assert three.tolist() == [0.3 / 4] + [0.3 / 4 + 0.7 / 3] * 3
     p = ties.prob([2.0, 7.0, 7.0, 1.0], mask=[True, True, True, False])
     assert p[3] == 0.0 and p.sum() == pytest.approx(1.0)
 

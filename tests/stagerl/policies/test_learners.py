@@ -175,6 +175,10 @@ def test_the_container_itself_is_learned_row_by_row_without_padding_rows():
     assert table[0, 1] == 4.0                     # row 0 first: max Q[1] before row 1 runs
     assert table[1, 1] == 1.0                     # row 1: terminal, reward 1
     assert table[5, 1] == 3.0                     # episode 2: 0 + 1.0 * max Q[6]
+    again = q_learner(gamma=1.0, lr=1.0)
+    again.approximator.table[[1, 5, 6]] = [[0.0, 4.0], [10.0, 10.0], [3.0, 0.0]]
+    again.update(trajectory)                      # a Trajectory stands for its container
+    assert np.array_equal(again.approximator.table, table)
 
 
 def test_dummy_sampler_hands_the_container_and_batch_sampler_hands_rows():
