@@ -6,7 +6,7 @@ as ``is_terminated | is_truncated`` in that lane. These methods, more specific i
 the ones of :mod:`stagerl.core.hooks`, keep one running figure per lane and append a lane's figure
 when its episode ends (lanes that end at the same step in lane order). At PostEpisode (the stop)
 every lane's unfinished episode that has at least one step is appended, as the cut episode of a
-single env is. A lane whose last ``act`` only reset it (``env.stepped`` False) is not counted.
+single env is. A lane whose last ``act`` only reset it (NEXT_STEP autoreset) is not counted.
 
 Example:
     >>> import stagerl as rl
@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from stagerl.core.dispatch import push
 from stagerl.core.hooks import RewardsPerEpisode, StepsPerEpisode, TotalRewardPerEpisode
@@ -38,8 +39,11 @@ def _lanes(hook: Any) -> dict[str, Any]:
 
 
 def _stepped(env: GymVectorEnv) -> np.ndarray:
-    stepped = getattr(env, "stepped", None)
-    return np.ones(env.num_envs, dtype=bool) if stepped is None else stepped
+    """Per lane: the last ``act`` was a step. With NEXT_STEP autoreset, the act after an episode's
+    end only resets that lane (``episode_start`` True there); with SAME_STEP every act steps."""
+    if env.autoreset_mode == AutoresetMode.NEXT_STEP:
+        return ~env.episode_start
+    return np.ones(env.num_envs, dtype=bool)
 
 
 def _ended(env: GymVectorEnv) -> np.ndarray:
