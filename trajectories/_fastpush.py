@@ -29,27 +29,30 @@ def _int_range(dtype):
     return 1, 0  # never: other dtypes take the checked path
 
 
-def compile_push(writes, pads, lead, others):
-    """``writes``: (name, buffer) pairs; ``pads``: buffers given a zero frame; ``lead``: the
+def push_body(writes, pads, lead, others):
+    """Source lines (indented once) and namespace that push ``row`` into the rings.
+
+    ``writes``: (name, buffer) pairs; ``pads``: buffers given a zero frame; ``lead``: the
     buffer whose overflow evicts a row everywhere (or None); ``others``: buffers not written.
-    Returns ``push(row)``, or None when a buffer is not a ring."""
+    Returns None when a buffer is not a ring."""
     bufs = [b for _, b in writes] + list(pads)
     if not all(type(b) is CircularArrayBuffer for b in bufs):
         return None
     ns = {"ndarray": np.ndarray, "lead": lead, "others": others}
-    lines = ["def push(row):"]
+    lines = []
     for j, (name, b) in enumerate(writes):
         fast_types = {t for t in b._fast_types if t is not int}
         lo, hi = _int_range(b._dtype)
         ns.update({f"ft{j}": frozenset(fast_types), f"fd{j}": b._fast_dtypes,
-                   f"fs{j}": b._fshape, f"lo{j}": lo, f"hi{j}": hi,
+                   f"dt{j}": b._dtype, f"fs{j}": b._fshape, f"lo{j}": lo, f"hi{j}": hi,
                    f"co{j}": partial(coerce_frame, dtype=b._dtype, frame_shape=b._fshape,
                                      name=b._name)})
         lines += [
             f"    x{j} = row[{name!r}]",
             f"    t = type(x{j})",
-            "    if t is ndarray:",
-            f"        if x{j}.shape != fs{j} or x{j}.dtype not in fd{j}:",
+            "    if t is ndarray:",  # an exact dtype match is the common case: check it first
+            f"        if x{j}.shape != fs{j} or (x{j}.dtype is not dt{j} and "
+            f"x{j}.dtype not in fd{j}):",
             f"            x{j} = co{j}(x{j})",
             f"    elif t not in ft{j} and not (t is int and lo{j} <= x{j} <= hi{j}):",
             f"        x{j} = co{j}(x{j})",
@@ -73,5 +76,54 @@ def compile_push(writes, pads, lead, others):
     if others:
         lines += ["    if evict:", "        for b in others:", "            if b._len:",
                   "                b._drop_front(1)"]
-    exec("\n".join(lines), ns)  # noqa: S102 - generated from trusted layout data only
-    return ns["push"]
+    return lines, ns
+
+
+def compile_function(header, lines, ns, name):
+    exec("\n".join([header, *lines]), ns)  # noqa: S102 - generated from layout data only
+    return ns[name]
+
+
+def compile_push(writes, pads, lead, others):
+    """``push(row)`` for `push_body`'s arguments, or None when a buffer is not a ring."""
+    body = push_body(writes, pads, lead, others)
+    return None if body is None else compile_function("def push(row):", *body, "push")
+
+
+# EpisodesBuffer's full step: the phase check, the ring writes above, then EpisodeMeta.append
+# (with its `back` marking) inlined. Kept in step with EpisodeMeta.append; the tests run both.
+_STEP_TAIL = """\
+    m = meta
+    s = m.step
+    back = back_late if s >= 2 else back_early
+    samp = m.samp
+    P = m.P
+    t = m.tail
+    if back:  # that entry is never sampleable yet (see EpisodesBuffer): no need to read it
+        p = t - back
+        if p < 0:
+            p += P
+        samp[p] = True
+        m.n_samp += 1
+    if m.n == m.capacity:
+        o = m.start
+        if samp[o]:
+            samp[o] = False
+            m.n_samp -= 1
+        m.start = 0 if o + 1 == P else o + 1
+        m.steps[t] = m.step = s + 1
+        m.tail = 0 if t + 1 == P else t + 1
+    else:
+        m.append(s + 1)
+    eb._phase = stepping
+    return 1"""
+
+
+def compile_episode_step(body, eb, general, started, stepping):
+    """``step(row) -> 1`` for an `EpisodesBuffer` over plain rings; any other phase than a
+    running episode goes to ``general(row)`` (which checks the rules and raises)."""
+    lines, ns = body
+    ns.update(eb=eb, meta=eb._meta, general=general, back_late=eb._back_late,
+              back_early=eb._back_early, started=started, stepping=stepping)
+    header = "def step(row):\n    if eb._phase < started:\n        return general(row)"
+    return compile_function(header, [*lines, _STEP_TAIL], ns, "step")

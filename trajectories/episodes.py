@@ -29,11 +29,13 @@ Samplers use ``is_sampleable_at(idx)``, ``step_number_at(idx)``, ``episode_lengt
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
 from trajectories._casting import TraceKeyError, coerce_frame, coerce_frames
 from trajectories._episode_meta import EpisodeMeta
+from trajectories._fastpush import compile_episode_step, push_body
 from trajectories.traces import Traces
 
 __all__ = ["EpisodesBuffer"]
@@ -92,7 +94,8 @@ class EpisodesBuffer:
         cap = traces.capacity
         self._meta = EpisodeMeta(cap + 1 if self._multiplexed and math.isfinite(cap) else cap)
         self._phase = _EMPTY
-        self._kinds = {}  # tuple(row keys) -> (kind, push function, pad function)
+        self._kinds = {}     # tuple(row keys) -> kind of push
+        self._handlers = {}  # tuple(row keys) -> push handler, row -> transitions inserted
         # Plain Traces hand out their compiled push per key set (saves a layer per step);
         # wrappers that override push/pad are always called through them.
         self._fast = isinstance(traces, Traces) and type(traces).push is Traces.push \
@@ -104,7 +107,9 @@ class EpisodesBuffer:
         self._back_late, self._back_early = (1, 1) if self._completion is None else (2, 0)
 
     # -- classification ---------------------------------------------------------------------------
-    def _classify(self, keys: tuple) -> tuple:
+    def _classify(self, keys: tuple) -> int:
+        if keys in self._kinds:
+            return self._kinds[keys]
         seen = {}
         for k in keys:
             if k not in self._slot_of:
@@ -126,14 +131,24 @@ class EpisodesBuffer:
             raise TraceKeyError(
                 f"push got {list(keys)} but is missing {missing}: a step pushes every trace "
                 f"({[s[0] for s in self._slots]}); an episode starts with only {starts}")
-        if self._fast:
-            entry = (kind, self.traces._plan(keys, False)[0],
-                     self.traces._plan(keys, True)[0] if kind == _PARTIAL else None)
-        else:
-            entry = (kind, self._tpush, self._tpad)
         if len(self._kinds) < 64:
-            self._kinds[keys] = entry
-        return entry
+            self._kinds[keys] = kind
+        return kind
+
+    def _handler(self, keys: tuple):
+        kind = self._classify(keys)
+        push, pad = self._tpush, self._tpad
+        if self._fast:  # the traces' compiled functions for exactly these keys
+            push, writes, lead, others = self.traces._plan(keys, False)
+            pad = self.traces._plan(keys, True)[0] if kind == _PARTIAL else None
+        handler = partial(self._push_general, kind, push, pad)
+        if self._fast and kind == _FULL:
+            body = push_body(writes, (), lead, others)
+            if body is not None:
+                handler = compile_episode_step(body, self, handler, _STARTED, _STEPPING)
+        if len(self._handlers) < 64:
+            self._handlers[keys] = handler
+        return handler
 
     def _phase_error(self, kind: int) -> ValueError:
         ph, c = self._phase, self._completion
@@ -170,15 +185,17 @@ class EpisodesBuffer:
 
     def _push_row(self, row: dict) -> int:
         """`push` taking a dict; returns the number of transitions inserted (1 or 0)."""
-        entry = self._kinds.get(tuple(row))
-        if entry is None:
-            entry = self._classify(tuple(row))
-        kind, push, pad = entry
+        handler = self._handlers.get(tuple(row))
+        if handler is None:
+            handler = self._handler(tuple(row))
+        return handler(row)
+
+    def _push_general(self, kind: int, push, pad, row: dict) -> int:
+        meta = self._meta
         if kind == _FULL and self._phase >= _STARTED:
             push(row)  # raises before writing anything
             # The previous row is complete now; with next_action, the row before it (its next
             # action just arrived), which exists from the episode's second step on.
-            meta = self._meta
             step = meta.step
             meta.append(step + 1, self._back_late if step >= 2 else self._back_early)
             self._phase = _STEPPING
@@ -226,7 +243,7 @@ class EpisodesBuffer:
         """
         nxt = columns.pop(self._completion, None) if self._completion else None
         keys = tuple(columns)
-        kind = self._classify(keys)[0] if keys else None
+        kind = self._classify(keys) if keys else None
         if kind != _FULL:
             raise TraceKeyError(f"extend needs every trace {[s[0] for s in self._slots]}, "
                                 f"got {list(keys)}")

@@ -54,7 +54,7 @@ class Trajectory:
     container: object
     sampler: object = None
     controller: object = None
-    _push_row: object = field(init=False, repr=False)
+    _handlers: dict = field(init=False, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.container, EpisodesBuffer):
@@ -67,12 +67,16 @@ class Trajectory:
             if not hasattr(getattr(self, name), needs):
                 raise TypeError(f"Trajectory {name}= needs a {needs}() method, got "
                                 f"{type(getattr(self, name)).__name__}")
-        self._push_row = self.container._push_row  # resolved once: the per-step path
+        # The per-step path: the container's handler per key set, looked up here directly.
+        self._handlers = self.container._handlers
 
     def push(self, **step) -> None:
         """Push one step, an episode's first state or ``next_action`` (see `EpisodesBuffer`);
         a full step counts one insert with the controller."""
-        if self._push_row(step):
+        handler = self._handlers.get(tuple(step))
+        if handler is None:
+            handler = self.container._handler(tuple(step))
+        if handler(step):
             self.controller.on_insert(1, step)
 
     def extend(self, *, new_episode: bool = True, **columns) -> int:
