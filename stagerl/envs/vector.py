@@ -156,6 +156,7 @@ class GymVectorEnv(Env):
         self._truncated = np.zeros(n, dtype=bool)
         self._episode_start = np.ones(n, dtype=bool)
         self._done = np.zeros(n, dtype=bool)
+        self._stepped = np.zeros(n, dtype=bool)
         self.info: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ stepping
@@ -175,6 +176,7 @@ class GymVectorEnv(Env):
         self._truncated = np.zeros(n, dtype=bool)
         self._episode_start = np.ones(n, dtype=bool)
         self._done = np.zeros(n, dtype=bool)
+        self._stepped = np.zeros(n, dtype=bool)
         self.info = info
 
     def act(self, action: Any) -> None:
@@ -212,6 +214,7 @@ class GymVectorEnv(Env):
         self._terminated = terminated
         self._truncated = truncated
         self._episode_start = start
+        self._stepped = None  # derived from episode_start when first asked for
         self.info = info
         self.last_action = action
 
@@ -254,6 +257,17 @@ class GymVectorEnv(Env):
     def final_state(self) -> np.ndarray:
         """The state each lane's last step led to (``state`` except where SAME_STEP reset a lane)."""
         return self._final_state
+
+    @property
+    def stepped(self) -> np.ndarray:
+        """Per sub-env: the last ``act`` was a real step (a transition), not only a reset.
+
+        All False after ``reset()``; after ``act``, False exactly for the lanes that a NEXT_STEP
+        autoreset only reset (``~episode_start``), all True in SAME_STEP mode.
+        """
+        if self._stepped is None:
+            self._stepped = ~self._episode_start if self._next_step else np.ones_like(self._done)
+        return self._stepped
 
     @property
     def reward(self) -> np.ndarray:

@@ -201,3 +201,15 @@ def test_wrong_batch_size_raises_before_stepping(action):
     assert env.last_action is None
     env.act([1, 1])  # the env was not stepped
     assert lanes(env.state) == [(0, 0, 1), (1, 0, 1)]
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_stepped_marks_real_steps(mode):
+    env = GymVectorEnv(scripted_vector_env((1, 3), mode))
+    env.reset()
+    assert env.stepped.tolist() == [False, False]
+    env.act([0, 0])
+    assert env.stepped.tolist() == [True, True]
+    env.act([0, 0])  # lane 0 ended last act: NEXT_STEP only resets it now
+    expected = [False, True] if mode == AutoresetMode.NEXT_STEP else [True, True]
+    assert env.stepped.tolist() == expected
