@@ -1,4 +1,4 @@
-"""Running normalisation of traces: stored data stays raw, what is read for learning is normalised."""
+"""Running normalisation of traces: stored data stays raw; what learning reads is normalised."""
 
 from __future__ import annotations
 

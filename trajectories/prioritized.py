@@ -78,7 +78,7 @@ class SumTree:
 
     # -- index mapping ----------------------------------------------------------------------
     def _slots(self, idx) -> np.ndarray:
-        """Physical slots of logical indices (negative from the newest); IndexError if out of range."""
+        """Physical slots of logical indices (negative from the newest); IndexError if outside."""
         idx = np.asarray(idx)
         if idx.dtype.kind not in "iu":
             raise TypeError(f"SumTree indices must be integers, got dtype {idx.dtype}")
@@ -220,7 +220,7 @@ class SumTree:
         return int(self._logical(slot)), float(tree[node])
 
     def get_batch(self, vs) -> tuple[np.ndarray, np.ndarray]:
-        """Vectorised :meth:`get`: ``(indices int64, priorities float64)`` for an array of ``vs``."""
+        """Vectorised :meth:`get`: ``(indices, priorities)`` for an array of ``vs``."""
         total = self.total
         vs = np.array(vs, dtype=np.float64).reshape(-1)
         if not total > 0:
@@ -281,7 +281,8 @@ class CircularPrioritizedTraces:
             raise TypeError(f"CircularPrioritizedTraces wraps traces, got {type(traces).__name__}")
         capacity = getattr(traces, "capacity", None)
         if not isinstance(capacity, (int, np.integer)) or capacity <= 0:
-            raise ValueError(f"CircularPrioritizedTraces needs bounded traces, got capacity={capacity}")
+            raise ValueError(f"CircularPrioritizedTraces needs bounded traces, "
+                             f"got capacity={capacity}")
         if not (np.isfinite(default_priority) and default_priority >= 0):
             raise ValueError(f"default_priority must be finite and >= 0, got {default_priority}")
         clash = {"key", "priority"} & set(traces.keys())

@@ -22,8 +22,19 @@ _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 def _rng(rng):
     if rng is not None and not isinstance(rng, (int, np.integer, np.random.Generator)):
-        raise TypeError(f"rng must be an int seed or a np.random.Generator, got {type(rng).__name__}")
+        raise TypeError(f"rng must be an int seed or a np.random.Generator, "
+                        f"got {type(rng).__name__}")
     return np.random.default_rng(rng)
+
+
+def _uniform_indices(rng, n: int, size: int) -> np.ndarray:
+    """``size`` indices uniform over ``range(n)``.
+
+    ``Generator.integers`` spends about 4 us of set-up per call, more than drawing a few hundred
+    values; scaling ``rng.random`` doubles is twice as fast for a batch and uniform to within a
+    relative 2**-53 per index."""
+    idx = (rng.random(size) * n).astype(np.int64)
+    return np.minimum(idx, n - 1, out=idx)  # u * n can round up to n when u is near 1
 
 
 def _check_positive(owner, **values):
@@ -107,7 +118,7 @@ class _Rows:
             raise self._empty()
         ok = self._ok(container, accept)
         if ok is None:
-            return rng.integers(n, size=batch_size)
+            return _uniform_indices(rng, n, batch_size)
         share = 1.0
         if ok is not accept:
             n_ok = container.n_sampleable
@@ -120,7 +131,7 @@ class _Rows:
             # draws are independent and uniform over the admissible rows.
             m = int(batch_size / share * 1.05) + 8
             for _ in range(_MAX_ROUNDS):
-                more = rng.integers(n, size=m)
+                more = _uniform_indices(rng, n, m)
                 more = more[ok(more)]
                 idx = more if not idx.size else np.concatenate([idx, more])
                 if idx.size >= batch_size:
@@ -249,8 +260,11 @@ class BatchSampler:
         for name, right in gathers:
             if right is None:
                 batch[name] = take(name, idx)
-            else:  # the right name's row i is the left name's row i + 1
-                both = take(name, np.stack((idx, idx + 1)))
+            else:  # the right name's row i is the left name's row i + 1: one gather for both
+                rows = np.empty((2, idx.size), dtype=np.int64)
+                rows[0] = idx
+                np.add(idx, 1, out=rows[1])
+                both = take(name, rows)
                 batch[name], batch[right] = both[0], both[1]
         if len(gathers) < len(names):
             batch = {name: batch[name] for name in names}
@@ -464,7 +478,7 @@ class EpisodesSampler:
             if starts.size == 0 or starts[0] != 0:
                 starts = np.concatenate([[0], starts])  # the first episode, cut by the ring
             ends = np.append(starts[1:], steps.size)
-            return [a + np.flatnonzero(ok[a:b]) for a, b in zip(starts, ends)]
+            return [a + np.flatnonzero(ok[a:b]) for a, b in zip(starts, ends, strict=True)]
         if n_rows == 0:
             return []
         if "terminal" not in container.keys():
@@ -472,7 +486,7 @@ class EpisodesSampler:
         done = np.asarray(container.take("terminal", np.arange(n_rows))).reshape(n_rows, -1)
         ends = np.flatnonzero(done.any(axis=1)) + 1
         bounds = np.concatenate([[0], ends[ends < n_rows], [n_rows]])
-        return [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        return [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
     def sample(self, container) -> list:
         names = _resolve_names(f"{self!r}", container, self.names)

@@ -90,7 +90,7 @@ def test_append_feeds_every_value():
 
 def test_a_failed_push_leaves_statistics_untouched():
     t = filled()
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError):
         t.push(state=[1.0, 2.0, 3.0], action=0, reward=1.0, terminal=False)
     assert t.normalizers["state"].count == 5 and t.normalizers["reward"].count == 4
 

@@ -1,12 +1,10 @@
 import numpy as np
 import pytest
 
-from trajectories.episodes import EpisodesBuffer
-
 from trajectories import (
     CircularArraySARTSATraces,
     CircularArraySARTSTraces,
-
+    EpisodesBuffer,
     NormalizedTraces,
     Normalizer,
     NStepBatchSampler,
@@ -43,8 +41,8 @@ def test_nstep_values_at_and_across_episode_ends():
     batch = NStepBatchSampler(n=3, gamma=0.5, batch_size=500, rng=0).sample(design_example())
     assert set(batch) == {"state", "next_state", "action", "reward", "terminal"}
     assert set(batch["state"].tolist()) == set(EXPECTED)
-    for s, r, s2, done, a in zip(*(batch[k].tolist() for k in
-                                   ("state", "reward", "next_state", "terminal", "action"))):
+    names = ("state", "reward", "next_state", "terminal", "action")
+    for s, r, s2, done, a in zip(*(batch[k].tolist() for k in names), strict=True):
         assert (r, s2, done) == EXPECTED[s]
         assert a == s + 1  # every other trace at row i
     assert batch["reward"].dtype == np.float32
@@ -71,7 +69,7 @@ def test_stacked_frames_end_at_their_rows():
     # only rows with at least 2 states in their episode
     assert set(batch["state"][:, -1].tolist()) == {1, 2, 3, 4, 7, 8, 9}
     for window, next_window, r in zip(batch["state"].tolist(), batch["next_state"].tolist(),
-                                      batch["reward"].tolist()):
+                                      batch["reward"].tolist(), strict=True):
         s = window[-1]
         assert window == [s - 1, s]
         assert next_window == [EXPECTED[s][1] - 1, EXPECTED[s][1]]
@@ -114,7 +112,7 @@ def test_right_hand_multiplex_names_come_from_the_last_row():
     expected_next_action = {0: 103, 1: 999, 2: 999, 3: 999}
     expected_reward = {0: 3.0, 1: 3.0, 2: 2.0, 3: 1.0}
     for s, a, a2, r in zip(*(batch[k].tolist() for k in
-                             ("state", "action", "next_action", "reward"))):
+                             ("state", "action", "next_action", "reward")), strict=True):
         assert a == 100 + s
         assert a2 == expected_next_action[s] and r == expected_reward[s]
 
@@ -127,7 +125,7 @@ def test_nstep_sum_uses_normalised_rewards():
     z = {s: (s + 1 - raw.mean()) / (raw.std(ddof=1) + 1e-8) for s in (0, 1, 2, 3, 4, 6, 7, 8, 9)}
     assert norm.count == 9
     batch = NStepBatchSampler(n=2, gamma=0.5, batch_size=200, rng=7).sample(eb)
-    for s, r in zip(batch["state"].tolist(), batch["reward"].tolist()):
+    for s, r in zip(batch["state"].tolist(), batch["reward"].tolist(), strict=True):
         ends_here = s in (4, 9)
         want = z[s] if ends_here else z[s] + 0.5 * z[s + 1]
         assert r == pytest.approx(want, rel=1e-5)
@@ -142,7 +140,7 @@ def test_bare_traces_cut_at_terminals():
     expected = {0: (3.0, 2, True), 1: (2.0, 2, True), 2: (12.0, 5, False), 3: (9.0, 5, False),
                 4: (5.0, 5, False)}
     for s, r, s2, d in zip(*(batch[k].tolist() for k in
-                             ("state", "reward", "next_state", "terminal"))):
+                             ("state", "reward", "next_state", "terminal")), strict=True):
         assert (r, s2, d) == expected[s]
 
 

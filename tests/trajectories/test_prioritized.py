@@ -79,9 +79,9 @@ def test_a_failed_push_leaves_the_tree_untouched():
     t = sarts()
     t.push(state=0)
     step(t, 1)
-    with pytest.raises(Exception):
+    with pytest.raises(KeyError):
         t.push(state=2, action=0, reward=1.0, terminal=False, bogus=1)
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError):
         t.push(state=np.zeros(3), action=0, reward=1.0, terminal=False)
     assert len(t) == 1 and t["key"].tolist() == [0] and len(t.priorities) == 1
 

@@ -55,7 +55,8 @@ def test_round_off_never_reaches_a_zero_leaf():
     rng = np.random.default_rng(0)
     ps = rng.random(1000) * (rng.random(1000) < 0.3) * 10.0 ** rng.integers(-8, 8, 1000)
     tree = filled(ps, capacity=1000)
-    vs = np.concatenate([[0.0, np.nextafter(tree.total, 0), tree.total], rng.random(5000) * tree.total])
+    edges = [0.0, np.nextafter(tree.total, 0), tree.total]
+    vs = np.concatenate([edges, rng.random(5000) * tree.total])
     idx, got = tree.get_batch(vs)
     assert (got > 0).all() and (ps[idx] == got).all()
 
