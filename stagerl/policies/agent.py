@@ -44,7 +44,7 @@ class Agent(Policy):
         >>> isinstance(agent, rl.Agent[rl.RandomPolicy, rl.Trajectory])
         True
         >>> hook = rl.run(agent, rl.RandomWalk1D(), rl.StopAfterNSteps(4, progress=False))
-        >>> len(agent.trajectory)
+        >>> int(agent.trajectory.container.sampleable_inds.sum())  # one transition per step
         4
     """
 
