@@ -10,6 +10,7 @@ every value passed, the writes into the spare slots and the pointer moves. Only 
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import numpy as np
@@ -105,16 +106,16 @@ _STEP_TAIL = """\
             p += P
         samp[p] = True
         m.n_samp += 1
-    if m.n == m.capacity:
+    if {full}:
         o = m.start
         if samp[o]:
             samp[o] = False
             m.n_samp -= 1
         m.start = 0 if o + 1 == P else o + 1
-        m.steps[t] = m.step = s + 1
-        m.tail = 0 if t + 1 == P else t + 1
     else:
-        m.append(s + 1)
+        m.n += 1
+    m.steps[t] = m.step = s + 1
+    m.tail = 0 if t + 1 == P else t + 1
     eb._phase = stepping
     return 1"""
 
@@ -123,7 +124,12 @@ def compile_episode_step(body, eb, general, started, stepping):
     """``step(row) -> 1`` for an `EpisodesBuffer` over plain rings; any other phase than a
     running episode goes to ``general(row)`` (which checks the rules and raises)."""
     lines, ns = body
-    ns.update(eb=eb, meta=eb._meta, general=general, back_late=eb._back_late,
+    meta, lead = eb._meta, ns["lead"]
+    if not math.isfinite(meta.capacity):
+        return None  # unbounded metadata grows: EpisodeMeta.append handles that
+    ns.update(eb=eb, meta=meta, general=general, back_late=eb._back_late,
               back_early=eb._back_early, started=started, stepping=stepping)
+    # One entry per state: when the states' ring evicts, so does the metadata ring.
+    full = "evict" if lead is not None and lead._cap == meta.capacity else "m.n == m.capacity"
     header = "def step(row):\n    if eb._phase < started:\n        return general(row)"
-    return compile_function(header, [*lines, _STEP_TAIL], ns, "step")
+    return compile_function(header, [*lines, _STEP_TAIL.format(full=full)], ns, "step")

@@ -75,7 +75,7 @@ class EpisodesBuffer:
             if not hasattr(traces, attr):
                 raise TypeError(f"EpisodesBuffer needs traces (a Traces or preset), got "
                                 f"{type(traces).__name__} without {attr!r}")
-        if len(traces) != 0:
+        if len(traces) != 0 or (isinstance(traces, Traces) and any(len(b) for b in traces._bufs)):
             raise ValueError(f"EpisodesBuffer needs empty traces, got {len(traces)} rows; "
                              f"pass traces.empty_copy() or clear them first")
         self.traces = traces
@@ -145,7 +145,8 @@ class EpisodesBuffer:
         if self._fast and kind == _FULL:
             body = push_body(writes, (), lead, others)
             if body is not None:
-                handler = compile_episode_step(body, self, handler, _STARTED, _STEPPING)
+                handler = compile_episode_step(body, self, handler, _STARTED,
+                                               _STEPPING) or handler
         if len(self._handlers) < 64:
             self._handlers[keys] = handler
         return handler

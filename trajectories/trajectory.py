@@ -55,10 +55,15 @@ class Trajectory:
     sampler: object = None
     controller: object = None
     _handlers: dict = field(init=False, repr=False)
+    _new_handler: object = field(init=False, repr=False)
 
     def __post_init__(self):
-        if not isinstance(self.container, EpisodesBuffer):
-            self.container = EpisodesBuffer(self.container)
+        c = self.container
+        # Containers that track episodes themselves (an EpisodesBuffer, or one EpisodesBuffer
+        # per sub-env lane) are kept as they are: `_push_row(row)` returns the transitions.
+        if not isinstance(c, EpisodesBuffer) and not (
+                hasattr(c, "_push_row") and hasattr(c, "is_sampleable_at")):
+            self.container = c = EpisodesBuffer(c)
         if self.sampler is None:
             self.sampler = _dummy_sampler()
         if self.controller is None:
@@ -68,16 +73,20 @@ class Trajectory:
                 raise TypeError(f"Trajectory {name}= needs a {needs}() method, got "
                                 f"{type(getattr(self, name)).__name__}")
         # The per-step path: the container's handler per key set, looked up here directly.
-        self._handlers = self.container._handlers
+        if isinstance(c, EpisodesBuffer):
+            self._handlers, self._new_handler = c._handlers, c._handler
+        else:
+            self._handlers, self._new_handler = {}, lambda keys: c._push_row
 
     def push(self, **step) -> None:
         """Push one step, an episode's first state or ``next_action`` (see `EpisodesBuffer`);
-        a full step counts one insert with the controller."""
+        a full step counts one insert with the controller (``on_insert(1, step)``)."""
         handler = self._handlers.get(tuple(step))
         if handler is None:
-            handler = self.container._handler(tuple(step))
-        if handler(step):
-            self.controller.on_insert(1, step)
+            handler = self._new_handler(tuple(step))
+        n = handler(step)
+        if n:
+            self.controller.on_insert(n, step)
 
     def extend(self, *, new_episode: bool = True, **columns) -> int:
         """Insert many steps at once (see `EpisodesBuffer.extend`); the controller counts the
