@@ -119,8 +119,10 @@ def stagerl_cases(data):
     sampler = BatchSampler(BATCH, rng=0)
     small = {}
 
-    def fresh_small():  # each round pushes 1,000 steps onto a trajectory holding 1,000
-        small["push"] = agent_pusher(filled_trajectory(data, 1_000), data, start=1_000)
+    def fresh_small():  # each round pushes 1,000 steps onto a trajectory holding ~1,000
+        small["push"] = push = agent_pusher(filled_trajectory(data, 950), data, start=950)
+        for _ in range(50):  # across two episode starts: the per-layout push plans get built
+            push()
 
     chunk = 1_000
     counter = iter(range(10**9))

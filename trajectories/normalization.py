@@ -89,8 +89,8 @@ class Normalizer:
         if self._mean is None:
             return x.astype(x.dtype if x.dtype.kind == "f" else np.float32)
         dtype = x.dtype if x.dtype.kind == "f" else np.float32
-        out = (x - self._mean) / (self.std + self.epsilon)
-        return out.astype(dtype, copy=False)
+        out = ((x - self._mean) / (self.std + self.epsilon)).astype(dtype, copy=False)
+        return out[()] if out.ndim == 0 else out  # a scalar in, a scalar out
 
     def reset(self) -> None:
         self.count, self._mean, self._m2 = 0, None, None
@@ -202,7 +202,8 @@ class NormalizedTraces:
         """Column ``name`` at logical rows ``idx``, normalised when ``name`` has a normaliser."""
         out = self.traces.take(name, idx)
         norm = self.normalizers.get(name)
-        return out if norm is None else norm.normalize(out)
+        # An empty gather is how callers probe a column's stored dtype and frame shape.
+        return out if norm is None or not out.size else norm.normalize(out)
 
     # -- writes: the inner traces first (they validate), then the statistics -----------------
     def _frames(self, name, values, many):

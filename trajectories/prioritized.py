@@ -371,14 +371,14 @@ class CircularPrioritizedTraces:
         """Give the ``added`` new rows keys, then drop the tree's rows that the traces dropped
         (a full layout evicts its oldest row in lockstep, also on a push without a plain row)."""
         tree = self.priorities
-        if added:
-            if added == 1:
-                tree.push(priority)
-            else:
-                tree.append(np.full(added, priority))
-            new = np.arange(len(tree) - min(added, tree.capacity), len(tree))
-            self._is_pad[self._phys(new)] = padding
-            self._next_key += added
+        if added == 1:
+            tree.push(priority)
+            self._is_pad[(tree._first + len(tree) - 1) % tree.capacity] = padding
+        elif added:
+            tree.append(np.full(added, priority))
+            self._is_pad[self._phys(np.arange(len(tree) - min(added, tree.capacity),
+                                              len(tree)))] = padding
+        self._next_key += added
         for _ in range(len(tree) - self._plain_rows()):
             if from_back:
                 tree.pop()
@@ -399,20 +399,20 @@ class CircularPrioritizedTraces:
         given = [k for k in rows if k in self._plain]
         self._sync(len(rows[given[0]]) if given else 0, self.default_priority)
 
-    def _with_key(self, row, key, priority):
-        return {"key": key, "priority": priority, **row} if isinstance(row, dict) and row else row
+    def _removed(self, r: int, remove, from_back: bool):
+        """Remove a row with ``remove`` (the traces' pop or popleft) and return it with the key
+        and priority it had (row ``r`` before the removal)."""
+        tagged = 0 <= r < len(self.priorities)
+        key, priority = (self.first_key + r, self.priorities[r]) if tagged else (None, None)
+        row = remove()
+        self._sync(0, from_back=from_back)
+        return {"key": key, "priority": priority, **row} if tagged and row else row
 
     def pop(self):
-        key, priority = self._next_key - 1, self.priorities[-1] if len(self.priorities) else None
-        row = self.traces.pop()
-        self._sync(0, from_back=True)
-        return self._with_key(row, key, priority)
+        return self._removed(len(self) - 1, self.traces.pop, from_back=True)
 
     def popleft(self):
-        key, priority = self.first_key, self.priorities[0] if len(self.priorities) else None
-        row = self.traces.popleft()
-        self._sync(0)
-        return self._with_key(row, key, priority)
+        return self._removed(0, self.traces.popleft, from_back=False)
 
     def clear(self) -> None:
         self.traces.clear()

@@ -217,3 +217,15 @@ def test_bulk_extend_and_pending_sartsa_rows_in_a_trajectory():
     assert (batch["next_action"] == batch["action"] + 1).all()
     traj.container.set_priority([0, 1, 2, 4], [0.0, 0.0, 0.0, 1.0])
     assert set(traj.sample()["state"].tolist()) == {10}
+
+
+def test_positive_priority_only_on_unsampleable_rows_raises():
+    from trajectories import EpisodesBuffer
+
+    eb = EpisodesBuffer(CircularPrioritizedTraces(CircularArraySARTSATraces(capacity=8)))
+    eb.push(state=0)
+    eb.push(state=1, action=10, reward=1.0, terminal=False)
+    eb.push(state=2, action=11, reward=1.0, terminal=False)
+    eb.set_priority([0], [0.0])  # row 0 (the only complete one) gets priority 0
+    with pytest.raises(ValueError, match="no sampleable row"):
+        BatchSampler(4, rng=0).sample(eb)

@@ -167,3 +167,19 @@ def test_episodes_sampler_on_bare_traces_splits_at_terminals():
              terminal=np.array([False, True, False, False, True]))
     assert [e["state"].tolist() for e in EpisodesSampler().sample(t)] == [[0, 1], [2, 3, 4]]
     assert EpisodesSampler().sample(CircularArraySARTSTraces(capacity=3)) == []
+
+
+def test_direct_listing_of_sampleable_rows_when_acceptance_is_low(monkeypatch):
+    import trajectories._rows as rows
+
+    eb = EpisodesBuffer(CircularArraySARTSTraces(capacity=200))
+    for e in range(60):
+        eb.push(state=10 * e)
+        eb.push(state=10 * e + 1, action=0, reward=1.0, terminal=True)
+    monkeypatch.setattr(rows, "_MIN_ACCEPTANCE", 0.9)  # force the O(n) path
+    a = BatchSampler(3000, rng=2).sample(eb)
+    assert (a["next_state"] == a["state"] + 1).all()
+    counts = np.bincount(a["state"] // 10, minlength=60)
+    assert counts.min() > 20 and counts.max() < 85
+    b = BatchSampler(3000, rng=2).sample(eb)
+    assert (a["state"] == b["state"]).all()
