@@ -103,7 +103,7 @@ class EpisodesBuffer:
         self._tpush = traces._push_row if self._fast else (lambda row: traces.push(**row))
         self._tpad = traces._pad_row if self._fast else (lambda row: traces.pad(**row))
         # Which entry a full step marks sampleable (places before the end; 0: none), from the
-        # episode's second step on / before it. See _push_row.
+        # episode's second step on / before it. See _push_general.
         self._back_late, self._back_early = (1, 1) if self._completion is None else (2, 0)
 
     # -- classification ---------------------------------------------------------------------------
@@ -192,6 +192,8 @@ class EpisodesBuffer:
         return handler(row)
 
     def _push_general(self, kind: int, push, pad, row: dict) -> int:
+        # Every rule, for any traces; a full step over plain rings runs the generated
+        # equivalent of the first branch (_fastpush.compile_episode_step) instead.
         meta = self._meta
         if kind == _FULL and self._phase >= _STARTED:
             push(row)  # raises before writing anything
