@@ -113,39 +113,25 @@ class BatchSampler:
         return f"BatchSampler(batch_size={self.batch_size}, names={self.names})"
 
     def _plan_for(self, container):
-        """What to gather from this container, resolved once: the names, the prioritised layer,
-        and the multiplex pairs (state/next_state) read with one gather from their buffer."""
+        """The names to gather from this container and its prioritised layer, resolved once."""
         names = _resolve_names(self._rows.who, container, self.names)
         prioritized = _layer(container, CircularPrioritizedTraces)
         if prioritized is not None:
             names = names + tuple(n for n in ("key", "priority") if n not in names)
-        pairs = {s[0]: s[1] for s in _slots(container) if len(s) == 2
-                 and s[0] in names and s[1] in names}
-        gathers = [(n, pairs.get(n)) for n in names if n not in pairs.values()]
-        self._plan = (container, names, gathers, prioritized)
+        self._plan = (container, names, prioritized)
         return self._plan
 
     def sample(self, container) -> dict:
         plan = self._plan
         if plan[0] is not container:
             plan = self._plan_for(container)
-        _, names, gathers, prioritized = plan
+        _, names, prioritized = plan
         if prioritized is None:
             idx = self._rows.uniform(container, self.batch_size)
         else:
             idx = self._rows.prioritized(container, prioritized.priorities, self.batch_size)
-        take, batch = container.take, {}
-        for name, right in gathers:
-            if right is None:
-                batch[name] = take(name, idx)
-            else:  # the right name's row i is the left name's row i + 1: one gather for both
-                rows = np.empty((2, idx.size), dtype=np.int64)
-                rows[0] = idx
-                np.add(idx, 1, out=rows[1])
-                both = take(name, rows)
-                batch[name], batch[right] = both[0], both[1]
-        if len(gathers) < len(names):
-            batch = {name: batch[name] for name in names}
+        take = container.take
+        batch = {name: take(name, idx) for name in names}
         return batch if self.device is None else _to_device(batch, self.device)
 
 
@@ -346,6 +332,8 @@ class EpisodesSampler:
         return f"EpisodesSampler(names={self.names})"
 
     def _episode_rows(self, container) -> list:
+        if hasattr(container, "episode_rows"):  # containers of several lanes know their own
+            return container.episode_rows()
         n_rows = len(container)
         if _episodic(container):
             steps = np.asarray(container.step_numbers)

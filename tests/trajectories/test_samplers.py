@@ -183,3 +183,28 @@ def test_direct_listing_of_sampleable_rows_when_acceptance_is_low(monkeypatch):
     assert counts.min() > 20 and counts.max() < 85
     b = BatchSampler(3000, rng=2).sample(eb)
     assert (a["state"] == b["state"]).all()
+
+
+def test_samplers_on_lanes_of_a_vector_env():
+    lanes = pytest.importorskip("trajectories.lanes")
+    from trajectories import NStepBatchSampler
+
+    lb = lanes.LanedEpisodesBuffer(CircularArraySARTSTraces(capacity=40), n_lanes=2)
+    lb.push(state=np.array([100, 200]))
+    for t in range(1, 8):  # lane 0: an episode of 4 steps, then one of 2; lane 1: 7 steps
+        lb.push(state=np.array([100 + t, 200 + t]), action=np.array([t, t]),
+                reward=np.array([float(t), float(t)]), terminal=np.array([t == 4, False]),
+                episode_start=np.array([t == 5, False]))
+    batch = BatchSampler(1000, rng=0).sample(lb)
+    assert (batch["next_state"] == batch["state"] + 1).all()  # never across lanes or episodes
+    assert set(batch["state"].tolist()) == {100, 101, 102, 103, 105, 106, *range(200, 207)}
+    nstep = NStepBatchSampler(n=3, gamma=1.0, batch_size=1000, stack_size=2, rng=1).sample(lb)
+    got = {tuple(s): (r, tuple(s2)) for s, r, s2 in
+           zip(nstep["state"].tolist(), nstep["reward"].tolist(), nstep["next_state"].tolist(),
+               strict=True)}
+    assert got[(101, 102)] == (3.0 + 4.0, (103, 104))  # cut at lane 0's first episode end
+    assert got[(205, 206)] == (7.0, (206, 207))  # cut at lane 1's newest row
+    assert (105, 106) in got and (104, 105) not in got and (106, 200) not in got
+    episodes = EpisodesSampler(names=("state",)).sample(lb)
+    assert [e["state"].tolist() for e in episodes] == [[100, 101, 102, 103], [105, 106],
+                                                       list(range(200, 207))]
