@@ -14,6 +14,8 @@ into a full tree overwrites the oldest leaf in place.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -57,6 +59,7 @@ class SumTree:
         self._n_leaves = 1 << max(0, (self.capacity - 1).bit_length())
         self._depth = self._n_leaves.bit_length() - 1
         self._tree = np.zeros(2 * self._n_leaves, dtype=np.float64)
+        self._sums = memoryview(self._tree)  # Python floats in and out: fast scalar walks
         self._first = 0
         self._len = 0
 
@@ -91,28 +94,28 @@ class SumTree:
         return (slots - self._first) % self.capacity
 
     def _update(self, nodes: np.ndarray) -> None:
-        """Recompute the partial sums above the given leaf nodes (sums, not deltas: no drift)."""
-        nodes = np.unique(nodes >> 1)
+        """Recompute the partial sums above the given leaf nodes (sums, not deltas: no drift;
+        a node listed twice is just written twice with the same sum)."""
         tree = self._tree
-        while nodes.size and nodes[0] >= 1:
+        for _ in range(self._depth):
+            nodes = nodes >> 1
             tree[nodes] = tree[2 * nodes] + tree[2 * nodes + 1]
-            if nodes[-1] == 1:
-                break
-            nodes = np.unique(nodes >> 1)
 
     def _set_slot(self, slot: int, p: float) -> None:
-        tree = self._tree
+        sums = self._sums
         node = slot + self._n_leaves
-        tree[node] = p
+        sums[node] = p
         node >>= 1
         while node:
-            tree[node] = tree[2 * node] + tree[2 * node + 1]
+            sums[node] = sums[2 * node] + sums[2 * node + 1]
             node >>= 1
 
     # -- writes -----------------------------------------------------------------------------
     def push(self, p: float) -> None:
         """Add a priority as the newest leaf, overwriting the oldest when full."""
-        p = float(_check_priorities(p))
+        p = float(p)
+        if not (p >= 0 and math.isfinite(p)):
+            raise ValueError(f"priorities must be finite and non-negative, got {p!r}")
         if self._len < self.capacity:
             slot = (self._first + self._len) % self.capacity
             self._len += 1
@@ -189,10 +192,10 @@ class SumTree:
         once it is past the slots ``first..capacity-1`` (the ring wraps)."""
         if self._first == 0:
             return 0.0, self.total
-        tree, node, prefix = self._tree, self._first + self._n_leaves, 0.0
+        sums, node, prefix = self._sums, self._first + self._n_leaves, 0.0
         while node > 1:
             if node & 1:
-                prefix += tree[node - 1]
+                prefix += sums[node - 1]
             node >>= 1
         return prefix, self.total - prefix
 
@@ -208,16 +211,18 @@ class SumTree:
         if not 0 <= v <= total:  # also rejects NaN
             raise ValueError(f"v must satisfy 0 <= v < total={total}, got v={v}")
         prefix, tail = self._rotation()
-        v = float(v) + prefix if v < tail else float(v) - tail
-        tree, node = self._tree, 1
+        return self._walk(float(v) + prefix if v < tail else float(v) - tail)
+
+    def _walk(self, v: float) -> tuple[int, float]:
+        """Descend from the root by a physical-axis ``v``, never into a zero-sum subtree."""
+        sums, node = self._sums, 1
         for _ in range(self._depth):
             node *= 2
-            left = tree[node]
-            if v >= left and tree[node + 1] > 0:
+            left = sums[node]
+            if v >= left and sums[node + 1] > 0:
                 v -= left
                 node += 1
-        slot = node - self._n_leaves
-        return int(self._logical(slot)), float(tree[node])
+        return int(self._logical(node - self._n_leaves)), sums[node]
 
     def get_batch(self, vs) -> tuple[np.ndarray, np.ndarray]:
         """Vectorised :meth:`get`: ``(indices, priorities)`` for an array of ``vs``."""
@@ -230,16 +235,19 @@ class SumTree:
         prefix, tail = self._rotation()
         if prefix:
             vs = np.where(vs < tail, vs + prefix, vs - tail)
+        axis_vs = vs.copy()
         tree = self._tree
         node = np.ones(vs.shape, dtype=np.int64)
-        for _ in range(self._depth):
-            node *= 2
+        for _ in range(self._depth):  # the plain walk; the rare zero leaf is redone below
+            node <<= 1
             left = tree[node]
-            right_positive = tree[node + 1] > 0
-            go_right = (vs >= left) & right_positive
-            vs -= np.where(go_right, left, 0.0)
+            go_right = vs >= left
+            np.subtract(vs, left, out=vs, where=go_right)
             node += go_right
-        return self._logical(node - self._n_leaves), tree[node]
+        idx, ps = self._logical(node - self._n_leaves), tree[node]
+        for i in np.flatnonzero(ps == 0):  # round-off at an edge: the guarded walk
+            idx[i], ps[i] = self._walk(float(axis_vs[i]))
+        return idx, ps
 
     def sample(self, batch_size: int, rng=None) -> tuple[np.ndarray, np.ndarray]:
         """Stratified proportional draw: one ``v`` uniform in each of ``batch_size`` equal

@@ -356,5 +356,11 @@ class EpisodesSampler:
 
     def sample(self, container) -> list:
         names = _resolve_names(f"{self!r}", container, self.names)
-        return [{name: container.take(name, rows) for name in names}
-                for rows in self._episode_rows(container)]
+        episodes = self._episode_rows(container)
+        if not episodes:
+            return []
+        # one gather per name for all episodes, then contiguous views, one per episode
+        rows = np.concatenate(episodes)
+        cuts = np.cumsum([len(e) for e in episodes])[:-1]
+        columns = {name: np.split(container.take(name, rows), cuts) for name in names}
+        return [{name: columns[name][i] for name in names} for i in range(len(episodes))]
