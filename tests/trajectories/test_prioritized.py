@@ -229,3 +229,47 @@ def test_positive_priority_only_on_unsampleable_rows_raises():
     eb.set_priority([0], [0.0])  # row 0 (the only complete one) gets priority 0
     with pytest.raises(ValueError, match="no sampleable row"):
         BatchSampler(4, rng=0).sample(eb)
+
+
+@pytest.mark.parametrize("layout", [CircularArraySARTSTraces, CircularArraySARTSATraces])
+def test_keys_follow_rows_through_random_episodes(layout):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from trajectories import EpisodesBuffer
+
+    @settings(max_examples=40, deadline=None)
+    @given(lengths=st.lists(st.integers(1, 6), min_size=1, max_size=8),
+           capacity=st.integers(2, 9), bulk=st.lists(st.booleans(), min_size=8, max_size=8))
+    def check(lengths, capacity, bulk):
+        eb = EpisodesBuffer(CircularPrioritizedTraces(layout(capacity=capacity)))
+        t, s, keys_given = eb.traces, 0, 0
+        sartsa = "next_action" in t.keys()
+        for e, n in enumerate(lengths):
+            if bulk[e]:
+                cols = dict(state=np.arange(s, s + n + 1), action=np.arange(s, s + n),
+                            reward=np.zeros(n, dtype=np.float32), terminal=np.zeros(n, bool))
+                if sartsa:
+                    cols["next_action"] = s + n
+                eb.extend(**cols)
+            else:
+                eb.push(state=s)
+                for k in range(1, n + 1):
+                    eb.push(state=s + k, action=s + k - 1, reward=0.0, terminal=k == n)
+                if sartsa:
+                    eb.push(next_action=s + n)
+            keys_given += n + (e > 0)  # a key per step, and per padding row between episodes
+            s += n + 1
+            keys, prio = t["key"], t["priority"]
+            assert len(keys) == len(t["reward"]) and keys[-1] == keys_given - 1
+            assert (np.diff(keys) == 1).all()
+            ok = eb.sampleable_inds[: len(keys)]
+            # a row is padding (priority 0) exactly when it leads from an episode's last state
+            assert ((prio == 0) == ~ok).all()
+            # a key names its row: set it, find it
+            t.set_priority(keys, np.arange(1, len(keys) + 1, dtype=float))
+            batch = BatchSampler(64, rng=e).sample(eb)
+            assert (batch["next_state"] == batch["state"] + 1).all()
+            assert (batch["priority"] == batch["key"] - keys[0] + 1).all()
+
+    check()
