@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from trajectories.prioritized import SumTree
+from trajectories.sumtree import SumTree
 
 
 def filled(ps, capacity=None):
