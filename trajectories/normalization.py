@@ -56,9 +56,17 @@ class Normalizer:
         return np.sqrt(self.var)
 
     def push(self, x) -> None:
-        """Add one value (a frame)."""
+        """Add one value (a frame): Welford's update, the per-step path."""
         x = np.asarray(x, dtype=np.float64)
-        self.append(x[None])
+        if self._mean is None:
+            self._mean, self._m2, self.count = x.copy(), np.zeros_like(x), 1
+            return
+        if x.shape != self._mean.shape:
+            x = np.broadcast_to(x, self._mean.shape)
+        self.count += 1
+        delta = x - self._mean
+        self._mean = self._mean + delta / self.count
+        self._m2 = self._m2 + delta * (x - self._mean)
 
     def append(self, xs) -> None:
         """Add many values stacked along the first axis."""
@@ -207,8 +215,8 @@ class NormalizedTraces:
 
     # -- writes: the inner traces first (they validate), then the statistics -----------------
     def _frames(self, name, values, many):
-        """The pushed values as float64 frames ``(n, *frame)``, the frame shape read once from
-        the stored column (a pushed scalar may broadcast over a frame)."""
+        """The pushed values as float64: one frame, or frames ``(n, *frame)`` when ``many``; the
+        frame shape is read once from the stored column (a pushed scalar may fill a frame)."""
         shape = self._frame_shapes.get(name)
         if shape is None:
             shape = self.traces.take(name, np.zeros(0, dtype=np.int64)).shape[1:]
@@ -216,13 +224,16 @@ class NormalizedTraces:
         values = np.asarray(values, dtype=np.float64)
         if many:
             return np.broadcast_to(values, values.shape[:1] + shape)
-        return np.broadcast_to(values, shape)[None]
+        return np.broadcast_to(values, shape)
 
     def _observe(self, row, many):
         frames = [(self.normalizers[k], self._frames(k, v, many))
                   for k, v in row.items() if k in self.normalizers]
         for norm, xs in frames:
-            norm.append(xs)
+            if many:
+                norm.append(xs)
+            else:
+                norm.push(xs)
 
     def push(self, **row) -> None:
         self.traces.push(**row)
