@@ -156,6 +156,7 @@ class Traces:
         self._leader = next((b for b, m in zip(self._bufs, self._mux, strict=True) if m), None)
         self._plans = {}      # tuple(row keys) -> precomputed write plan, for push
         self._pad_plans = {}  # the same for pad
+        self._append_plans = {}  # tuple(keys) -> (writes, lead, others), for append
 
     # -- layout -------------------------------------------------------------------------------
     def keys(self) -> tuple:
@@ -277,7 +278,13 @@ class Traces:
 
     def append(self, **rows) -> None:
         """Append many frames per named trace (first axis), all validated before writing."""
-        _, writes, lead, others = self._plan(tuple(rows), False)
+        keys = tuple(rows)
+        plan = self._append_plans.get(keys)
+        if plan is None:  # _plan compiles a push function: once per key set, not per call
+            plan = self._plan(keys, False)[1:]
+            if len(self._append_plans) < 64:
+                self._append_plans[keys] = plan
+        writes, lead, others = plan
         frames = [(buf, buf._prepare(rows[name])) for name, buf in writes]
         evict_n = 0
         if lead is not None and math.isfinite(lead.capacity):
