@@ -34,7 +34,11 @@ def _device(device):
         return None
     import torch  # only samplers given a device need torch
 
-    return torch.device(device)
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', "
+                         f"got device={device!r}") from e
 
 
 def _to_device(batch: dict, device) -> dict:

@@ -114,6 +114,8 @@ def test_device_cpu_returns_torch_tensors():
     assert batch["state"].dtype == torch.int64 and batch["reward"].dtype == torch.float32
     assert batch["terminal"].dtype == torch.bool and batch["state"].device.type == "cpu"
     assert (batch["next_state"] == batch["state"] + 1).all()
+    with pytest.raises(ValueError, match="device"):
+        BatchSampler(8, device="gpu0")
 
 
 def test_dummy_sampler_returns_the_container():
