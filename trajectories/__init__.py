@@ -8,6 +8,8 @@ from trajectories._casting import CastError, TraceKeyError
 from trajectories.buffers import CircularArrayBuffer, ElasticArrayBuffer
 from trajectories.controllers import EpisodeSampleRatioController, InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
+from trajectories.laned_trajectory import split_lanes
+from trajectories.lanes import LanedEpisodesBuffer
 from trajectories.normalization import NormalizedTraces, Normalizer
 from trajectories.presets import (
     CircularArraySARTSATraces,
@@ -42,6 +44,8 @@ __all__: list[str] = [
     "ElasticArraySARTSTraces",
     "ElasticArraySARTSATraces",
     "EpisodesBuffer",
+    "LanedEpisodesBuffer",
+    "split_lanes",
     "InsertSampleRatioController",
     "EpisodeSampleRatioController",
     "Trajectory",

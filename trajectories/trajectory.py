@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from trajectories.controllers import InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
+from trajectories.laned_trajectory import watch_lanes
 
 __all__ = ["Trajectory"]
 
@@ -32,6 +33,9 @@ class Trajectory:
         sampler: builds a batch from the container (default `DummySampler()`: the container).
         controller: decides how many batches inserts allow
             (default `InsertSampleRatioController()`).
+        n_lanes: the number of sub-envs of a vector env, one lane each (see `split_lanes`);
+            by default learned from the first push (a ``state`` with one more leading axis
+            than the state trace's frames), or a single env.
 
     Example:
         >>> import numpy as np
@@ -54,6 +58,7 @@ class Trajectory:
     container: object
     sampler: object = None
     controller: object = None
+    n_lanes: object = None
     _handlers: dict = field(init=False, repr=False)
     _new_handler: object = field(init=False, repr=False)
 
@@ -77,6 +82,9 @@ class Trajectory:
             self._handlers, self._new_handler = c._handlers, c._handler
         else:
             self._handlers, self._new_handler = {}, lambda keys: c._push_row
+        # Vector envs: split into lanes now when told (n_lanes=), else at the first push when it
+        # carries one state per sub-env. Only instance attributes change: `push` stays as is.
+        watch_lanes(self)
 
     def push(self, **step) -> None:
         """Push one step, an episode's first state or ``next_action`` (see `EpisodesBuffer`);

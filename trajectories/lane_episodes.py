@@ -1,0 +1,296 @@
+"""`PerLaneEpisodes`: lanes stored as one `EpisodesBuffer` each, for any layout.
+
+`LanedEpisodesBuffer(traces, n)` builds one when the layout does not suit the lane-major rings
+of `lane_rings` (SARTSA and SLART layouts, normalised or elastic traces). Each lane is an
+`EpisodesBuffer` over ``traces.empty_copy(ceil(capacity / n))``; a push checks every lane's
+episode rules and casts every value first, then pushes lane by lane.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trajectories._casting import TraceKeyError, fast_tables
+from trajectories.episodes import EpisodesBuffer
+from trajectories.lanes import (
+    _AFTER,
+    _COMPLETED,
+    _EMPTY,
+    _FULL,
+    _NO_ROWS,
+    _PARTIAL,
+    _STARTED,
+    _STEPPING,
+    LanedEpisodesBuffer,
+    _as_mask,
+    _lane_traces,
+)
+
+__all__ = ["PerLaneEpisodes"]
+
+
+class PerLaneEpisodes(LanedEpisodesBuffer):
+    """`LanedEpisodesBuffer` keeping one `EpisodesBuffer` per lane (any layout).
+
+    Example:
+        >>> import numpy as np
+        >>> from trajectories import CircularArraySARTSATraces, LanedEpisodesBuffer
+        >>> lb = LanedEpisodesBuffer(CircularArraySARTSATraces(capacity=10), n_lanes=2)
+        >>> type(lb).__name__
+        'PerLaneEpisodes'
+        >>> lb.push(state=np.array([0, 10]))
+        >>> lb.push(state=np.array([1, 11]), action=np.array([1, 2]), reward=np.ones(2),
+        ...         terminal=np.array([True, False]))
+        >>> lb.push(next_action=np.array([0, 0]), lanes=np.array([True, False]))
+        >>> lb["next_action"].tolist(), lb.running_lanes().tolist()
+        ([0], [False, True])
+    """
+
+    def __init__(self, traces, n_lanes: int):
+        traces = self._checked(traces, n_lanes)
+        cap = traces.capacity
+        lane_cap = math.ceil(cap / n_lanes) if math.isfinite(cap) else None
+        self._lanes = tuple(EpisodesBuffer(_lane_traces(traces, lane_cap))
+                            for _ in range(self.n_lanes))
+        first = self._lanes[0]
+        self._init_layout(first.slots, first.keys())
+        self._frames = {}
+        self._phases = [_EMPTY] * self.n_lanes
+        # The lanes' own push taking a dict when they have one (saves a keyword repack a lane).
+        self._lane_push = tuple(getattr(lane, "_push_row", None) or
+                                (lambda row, lane=lane: lane.push(**row)) for lane in self._lanes)
+        self._located = None  # (idx, its copy, version, order, per-lane rows): the last batch
+
+    @property
+    def capacity(self):
+        return sum(lane.capacity for lane in self._lanes)
+
+    def __len__(self) -> int:
+        return sum(len(lane) for lane in self._lanes)
+
+    def lane_lengths(self) -> list:
+        """Rows held by each lane."""
+        return [len(lane) for lane in self._lanes]
+
+    def _offsets(self) -> np.ndarray:
+        return np.cumsum([0] + [len(lane) for lane in self._lanes])
+
+    def _locate(self, idx: np.ndarray):
+        # Samplers ask for several traces at the same rows: locate them once per index array
+        # (the copy guards against an index array changed in place between two calls).
+        hit = self._located
+        if hit is not None and hit[0] is idx and hit[2] == self._version \
+                and np.array_equal(hit[1], idx):
+            return hit[3], hit[4]
+        flat = np.asarray(idx, dtype=np.int64).ravel()
+        lane, local = self.lane_of(flat)
+        order = np.argsort(lane, kind="stable")
+        bounds = np.searchsorted(lane[order], np.arange(self.n_lanes + 1))
+        parts = [(i, local[order[a:b]]) for i, (a, b) in
+                 enumerate(zip(bounds[:-1], bounds[1:], strict=True)) if b > a]
+        self._located = (idx, np.array(idx, copy=True), self._version, order, parts)
+        return order, parts
+
+    def _gather(self, idx, read) -> np.ndarray:
+        idx = np.asarray(idx)
+        order, parts = self._locate(idx)
+        if len(parts) == 1:
+            lane, rows = parts[0]
+            out = read(self._lanes[lane], rows)
+        else:
+            chunks = [read(self._lanes[lane], rows) for lane, rows in parts]
+            if not chunks:  # no rows asked for: an empty result of the right dtype and frame
+                chunks = [read(self._lanes[0], _NO_ROWS)]
+            sorted_ = np.concatenate(chunks)
+            out = np.empty_like(sorted_)
+            out[order] = sorted_
+        return out.reshape(idx.shape + out.shape[1:])
+
+    def take(self, name: str, idx) -> np.ndarray:
+        """Column ``name`` at global rows ``idx`` (any shape; the result keeps it)."""
+        return self._gather(idx, lambda lane, rows: lane.take(name, rows))
+
+    def is_sampleable_at(self, idx) -> np.ndarray:
+        return self._gather(idx, lambda lane, rows: lane.is_sampleable_at(rows))
+
+    def step_number_at(self, idx) -> np.ndarray:
+        return self._gather(idx, lambda lane, rows: lane.step_number_at(rows))
+
+    def episode_length_at(self, idx) -> np.ndarray:
+        return self._gather(idx, lambda lane, rows: lane.episode_length_at(rows))
+
+    @property
+    def n_sampleable(self) -> int:
+        return sum(lane.n_sampleable for lane in self._lanes)
+
+    def sampleable_indices(self) -> np.ndarray:
+        off = self._offsets()
+        return np.concatenate([lane.sampleable_indices() + o
+                               for lane, o in zip(self._lanes, off, strict=False)])
+
+    def _per_row(self, attr: str) -> np.ndarray:
+        # EpisodesBuffer keeps one entry per stored *state*; rows are one fewer in layouts with
+        # a state multiplex (the newest state leads nowhere yet). Cut to rows so that global
+        # rows and entries line up.
+        return np.concatenate([getattr(lane, attr)[:len(lane)] for lane in self._lanes])
+
+    @property
+    def sampleable_inds(self) -> np.ndarray:
+        """Per global row: a complete transition inside one episode of one lane."""
+        return self._per_row("sampleable_inds")
+
+    @property
+    def step_numbers(self) -> np.ndarray:
+        return self._per_row("step_numbers")
+
+    @property
+    def episodes_lengths(self) -> np.ndarray:
+        return self._per_row("episodes_lengths")
+
+    def episode_rows(self) -> list:
+        """Global sampleable rows of every stored episode: lane by lane, oldest first."""
+        out = []
+        for lane, o in zip(self._lanes, self._offsets(), strict=False):
+            n = len(lane)
+            if not n:
+                continue
+            steps = lane.step_numbers[:n]
+            ok = lane.sampleable_inds[:n]
+            starts = np.flatnonzero(steps == 1)
+            if starts.size == 0 or starts[0] != 0:
+                starts = np.concatenate([[0], starts])  # the first episode, cut by the ring
+            ends = np.append(starts[1:], n)
+            out += [o + a + np.flatnonzero(ok[a:b]) for a, b in zip(starts, ends, strict=True)]
+        return out
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            if key not in self._keys:
+                raise TraceKeyError(f"no trace named {key!r}; the traces are {self._keys}")
+            return np.concatenate([lane[key] for lane in self._lanes])
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            n = len(self)
+            i = key + n if -n <= key < 0 else key
+            if not 0 <= i < n:
+                raise IndexError(f"row {key} out of range for {n} rows")
+            lane, local = self.lane_of(i)
+            return self._lanes[int(lane)][int(local)]
+        raise TypeError(f"index a LanedEpisodesBuffer with a trace name or a row, got {key!r}")
+
+    def __iter__(self):
+        for lane in self._lanes:
+            yield from lane
+
+    def _frame(self, name: str) -> tuple:
+        """``(dtype, frame shape, dtypes stored exactly)`` of a trace; ``(None,)*3`` while an
+        elastic trace has not seen a value."""
+        spec = self._frames.get(name)
+        if spec is None:
+            ref = self._lanes[0].take(name, _NO_ROWS)
+            if ref.dtype == object:
+                return None, None, None
+            spec = self._frames[name] = (ref.dtype, ref.shape[1:], fast_tables(ref.dtype)[1])
+        return spec
+
+    def _push_row(self, row: dict, episode_start=None, lanes=None) -> int:
+        n = self.n_lanes
+        if "episode_start" in row or "lanes" in row:  # given in the row: Trajectory(container)
+            row = dict(row)
+            episode_start, lanes = row.pop("episode_start", None), row.pop("lanes", None)
+        keys = tuple(row)
+        kind = self._kind(keys)
+        chosen = None if lanes is None else _as_mask(lanes, n, "lanes")
+        starts = None if episode_start is None else _as_mask(episode_start, n, "episode_start")
+        if starts is not None and not starts.any():
+            starts = None
+        cast = self._cast(row)
+        state_row = None
+        if starts is not None and kind == _FULL:
+            state_row = {k: v for k, v in cast.items() if k in self._state_like_names}
+        elif starts is not None and kind != _PARTIAL:
+            raise ValueError("episode_start applies to full pushes (a step in some lanes, a new "
+                             "episode in the others) or partial pushes")
+        # Check every lane's episode rules before writing anything.
+        phases, plan = self._phases, []
+        for i in range(n):
+            if chosen is not None and not chosen[i]:
+                continue
+            k = _PARTIAL if starts is not None and starts[i] else kind
+            if not self._allowed(k, phases[i]):
+                raise self._phase_error(i, k, phases[i])
+            plan.append((i, k))
+        self._version += 1
+        # Which lanes got a step (None: all of them), for a controller that reads the data.
+        if kind == _FULL and starts is None and chosen is None:
+            self.last_full = None
+        else:
+            self.last_full = np.zeros(n, dtype=bool)
+            self.last_full[[i for i, k in plan if k == _FULL]] = True
+        inserted = 0
+        lane_push = self._lane_push
+        for i, k in plan:
+            src = state_row if k == _PARTIAL and state_row is not None else cast
+            lane_push[i]({name: v[i] for name, v in src.items()})
+            phases[i] = _AFTER[k]
+            inserted += k == _FULL
+        return inserted
+
+    def extend(self, lane: int, *, new_episode: bool = True, **columns) -> int:
+        """Bulk-insert steps into one lane (see `EpisodesBuffer.extend`); returns their count."""
+        lane = self._lane(lane)
+        completes = self._completion is not None and self._completion in columns
+        n = self._lanes[lane].extend(new_episode=new_episode, **columns)  # raises before writing
+        self._version += 1
+        if completes:
+            self._phases[lane] = _COMPLETED
+        elif n:
+            self._phases[lane] = _STEPPING
+        elif new_episode:
+            self._phases[lane] = _STARTED
+        return n
+
+    def open_lanes(self) -> np.ndarray:
+        """Lanes whose newest push started an episode that has no step yet."""
+        return np.array([p == _STARTED for p in self._phases], dtype=bool)
+
+    def running_lanes(self) -> np.ndarray:
+        """Lanes whose last episode has steps and is not completed (SARTSA: awaiting its
+        ``next_action``)."""
+        return np.array([p == _STEPPING for p in self._phases], dtype=bool)
+
+    def _rephase(self, lane: int) -> None:
+        # After a pop: an empty lane, a lone first state, or a running episode. (A SARTSA
+        # episode whose completion was popped is running again; EpisodesBuffer agrees.)
+        eb = self._lanes[lane]
+        steps = eb.step_numbers
+        if steps.size == 0:
+            self._phases[lane] = _EMPTY
+        elif steps[-1] == 1 and self._multiplexed:
+            self._phases[lane] = _STARTED
+        else:
+            self._phases[lane] = _STEPPING
+
+    def pop(self, lane: int):
+        """Remove the newest state of ``lane`` (see `EpisodesBuffer.pop`)."""
+        lane = self._lane(lane)
+        row = self._lanes[lane].pop()
+        self._version += 1
+        self._rephase(lane)
+        return row
+
+    def popleft(self, lane: int):
+        """Remove the oldest state of ``lane`` (see `EpisodesBuffer.popleft`)."""
+        lane = self._lane(lane)
+        row = self._lanes[lane].popleft()
+        self._version += 1
+        if not len(self._lanes[lane].step_numbers):
+            self._phases[lane] = _EMPTY
+        return row
+
+    def clear(self) -> None:
+        for lane in self._lanes:
+            lane.clear()
+        self._phases = [_EMPTY] * self.n_lanes
+        self._version += 1

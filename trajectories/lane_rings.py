@@ -1,0 +1,436 @@
+"""`RingLanes`: lane-major ring storage for layouts with one state multiplex (SARTS and kin).
+
+A vector env pushes one step per lane on every act; writing the lanes one `EpisodesBuffer` at a
+time costs a few microseconds per lane. Here every trace is one array ``(n_lanes, P, *frame)``
+and a push writes all lanes with one numpy operation per trace. A lane is a ring of states
+(``P = capacity per lane + 1``); row ``r`` of a lane (the transition leaving state ``r``) keeps
+its plain values (action, reward, terminal, ...) at the physical position of state ``r``::
+
+    lane l, start = 3, m = 4 states (3 rows), P = 6:
+
+    physical        0     1     2     3     4     5
+    state           s3    .     .     s0    s1    s2      next_state of row r = state r + 1
+    action          (a3)  .     .     a0    a1    a2      (a3: nothing yet, s3 is the newest)
+    samp/steps/lens: one entry per state, at the state's position, as in `EpisodeMeta`
+
+Episode bookkeeping follows `EpisodesBuffer` exactly (DESIGN §8 rules 1-3); the episode length
+of the running episode is read as ``step - 1`` over its entries and written when it ends.
+
+While every push reaches every lane, all lanes keep the same ring geometry (a step and a new
+episode both add one state), so writes use one column index (*uniform* mode); pushes to some
+lanes, pops and bulk inserts switch to per-lane positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trajectories._casting import TraceKeyError, coerce_frames, fast_tables
+from trajectories.episodes import EpisodesBuffer
+from trajectories.lanes import _FULL, _NO_ROWS, _PARTIAL, LanedEpisodesBuffer, _as_mask
+from trajectories.traces import Traces
+
+__all__ = ["RingLanes", "ring_layout"]
+
+
+def ring_layout(traces) -> bool:
+    """Whether ``traces`` suit `RingLanes`: plain `Traces` of rings (no wrapper), one state
+    multiplex, every other slot a plain trace, every dtype known."""
+    if isinstance(traces, EpisodesBuffer):
+        traces = traces.traces
+    if not isinstance(traces, Traces) or type(traces).push is not Traces.push \
+            or type(traces).pad is not Traces.pad:
+        return False
+    if not math.isfinite(traces.capacity) or len(traces):
+        return False
+    mux = [s for s in traces.slots if len(s) == 2]
+    if len(mux) != 1 or mux[0][1] == "next_action" or any(len(s) > 2 for s in traces.slots):
+        return False
+    return all(traces.take(name, _NO_ROWS).dtype != object for name in traces.keys())
+
+
+class RingLanes(LanedEpisodesBuffer):
+    """`LanedEpisodesBuffer` for SARTS-like ring layouts; ``LanedEpisodesBuffer(traces, n)``
+    builds one when ``traces`` suit it (see `ring_layout`). Same interface and contents.
+
+    Example:
+        >>> import numpy as np
+        >>> from trajectories import CircularArraySARTSTraces, LanedEpisodesBuffer
+        >>> lb = LanedEpisodesBuffer(CircularArraySARTSTraces(capacity=4), n_lanes=2)
+        >>> type(lb).__name__
+        'RingLanes'
+        >>> lb.push(state=np.array([0, 10]))
+        >>> for t in range(1, 5):
+        ...     lb.push(state=np.array([t, 10 + t]), action=np.array([0, 1]),
+        ...             reward=np.ones(2), terminal=np.array([False, t == 4]))
+        >>> lb["state"].tolist(), lb["next_state"].tolist()     # 2 rows a lane, oldest gone
+        ([2, 3, 12, 13], [3, 4, 13, 14])
+    """
+
+    def __init__(self, traces, n_lanes: int):
+        traces = self._checked(traces, n_lanes)
+        n = self.n_lanes
+        self._init_layout(traces.slots, traces.keys())
+        self._lane_cap = math.ceil(traces.capacity / n)
+        P = self._P = self._lane_cap + 1
+        self._where, self._frames, self._plain = {}, {}, []
+        for slot in self._slots:
+            ref = traces.take(slot[0], _NO_ROWS)
+            frame = ref.shape[1:]
+            arr = np.zeros((n, P, *frame), dtype=ref.dtype)
+            for off, name in enumerate(slot):
+                self._where[name] = (arr, off)
+                self._frames[name] = (ref.dtype, frame, fast_tables(ref.dtype)[1])
+            if len(slot) == 2:
+                self._states, self._state_names = arr, slot
+            else:
+                self._plain.append((slot[0], arr))
+        self._samp = np.zeros((n, P), dtype=bool)
+        self._steps = np.zeros((n, P), dtype=np.int32)
+        self._lens = np.zeros((n, P), dtype=np.int32)
+        self._all = np.arange(n)
+        self._reset_geometry()
+
+    def _reset_geometry(self) -> None:
+        n = self.n_lanes
+        self._start = np.zeros(n, dtype=np.int64)  # physical position of each lane's oldest state
+        self._m = np.zeros(n, dtype=np.int64)      # states held by each lane
+        self._step = np.zeros(n, dtype=np.int64)   # step number of each lane's newest state
+        self._samp[:] = False
+        self._n_samp = 0
+        self._uniform = True  # every lane has the same start and m (kept in _us, _um)
+        self._us = self._um = 0
+
+    # -- layout ---------------------------------------------------------------------------------
+    @property
+    def capacity(self):
+        return self._lane_cap * self.n_lanes
+
+    def _rows(self) -> np.ndarray:
+        return np.maximum(self._m - 1, 0)
+
+    def __len__(self) -> int:
+        if self._uniform:
+            return self.n_lanes * max(self._um - 1, 0)
+        return int(self._rows().sum())
+
+    def lane_lengths(self) -> list:
+        return self._rows().tolist()
+
+    def _offsets(self) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum(self._rows())))
+
+    # -- reads ----------------------------------------------------------------------------------
+    def _phys(self, idx, off: int = 0):
+        lane, r = self.lane_of(idx)
+        return lane, r, (self._start[lane] + r + off) % self._P
+
+    def take(self, name: str, idx) -> np.ndarray:
+        """Column ``name`` at global rows ``idx`` (any shape; the result keeps it)."""
+        arr, off = self._where[name]
+        lane, _, pos = self._phys(idx, off)
+        return arr[lane, pos]
+
+    def is_sampleable_at(self, idx) -> np.ndarray:
+        lane, _, pos = self._phys(idx)
+        return self._samp[lane, pos]
+
+    def step_number_at(self, idx) -> np.ndarray:
+        lane, _, pos = self._phys(idx)
+        return self._steps[lane, pos]
+
+    def episode_length_at(self, idx) -> np.ndarray:
+        lane, r, pos = self._phys(idx)
+        m, step = self._m[lane], self._step[lane]
+        current = r >= m - np.minimum(step, m)  # entries of the episode still running
+        return np.where(current, step - 1, self._lens[lane, pos])
+
+    @property
+    def n_sampleable(self) -> int:
+        return self._n_samp
+
+    def sampleable_indices(self) -> np.ndarray:
+        return np.flatnonzero(self.sampleable_inds)
+
+    def _all_rows(self) -> np.ndarray:
+        return np.arange(len(self), dtype=np.int64)
+
+    @property
+    def sampleable_inds(self) -> np.ndarray:
+        return self.is_sampleable_at(self._all_rows())
+
+    @property
+    def step_numbers(self) -> np.ndarray:
+        return self.step_number_at(self._all_rows())
+
+    @property
+    def episodes_lengths(self) -> np.ndarray:
+        return self.episode_length_at(self._all_rows())
+
+    def episode_rows(self) -> list:
+        steps, ok, out = self.step_numbers, self.sampleable_inds, []
+        off = self._offsets()
+        for a0, b0 in zip(off[:-1], off[1:], strict=True):
+            if b0 == a0:
+                continue
+            starts = a0 + np.flatnonzero(steps[a0:b0] == 1)
+            if starts.size == 0 or starts[0] != a0:
+                starts = np.concatenate([[a0], starts])  # the first episode, cut by the ring
+            ends = np.append(starts[1:], b0)
+            out += [a + np.flatnonzero(ok[a:b]) for a, b in zip(starts, ends, strict=True)]
+        return out
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            if key not in self._keys:
+                raise TraceKeyError(f"no trace named {key!r}; the traces are {self._keys}")
+            return self.take(key, self._all_rows())
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            n = len(self)
+            i = key + n if -n <= key < 0 else key
+            if not 0 <= i < n or not self.is_sampleable_at(np.array([i]))[0]:
+                raise IndexError(f"row {key} is not sampleable (an episode's last state, an "
+                                 f"incomplete step or out of range for {n} rows)")
+            return self._row(i)
+        raise TypeError(f"index a LanedEpisodesBuffer with a trace name or a row, got {key!r}")
+
+    def _row(self, i: int) -> dict:
+        at = np.array([i])
+        return {name: self.take(name, at)[0] for name in self._keys}
+
+    def __iter__(self):
+        for i in self.sampleable_indices():
+            yield self._row(int(i))
+
+    def open_lanes(self) -> np.ndarray:
+        return (self._m > 0) & (self._step == 1)
+
+    def running_lanes(self) -> np.ndarray:
+        return self._step > 1
+
+    # -- push -----------------------------------------------------------------------------------
+    def _push_row(self, row: dict, episode_start=None, lanes=None) -> int:
+        n = self.n_lanes
+        if "episode_start" in row or "lanes" in row:  # given in the row: Trajectory(container)
+            row = dict(row)
+            episode_start, lanes = row.pop("episode_start", None), row.pop("lanes", None)
+        kind = self._kind(tuple(row))
+        chosen = None if lanes is None else _as_mask(lanes, n, "lanes")
+        if chosen is not None and chosen.all():
+            chosen = None
+        starts = None if episode_start is None else _as_mask(episode_start, n, "episode_start")
+        if starts is not None and (kind == _PARTIAL or not starts.any()):
+            starts = None  # a partial push starts an episode in every lane it reaches anyway
+        cast = self._cast(row)
+        name = self._state_names[0] if self._state_names[0] in cast else self._state_names[1]
+        state = cast[name]
+        if chosen is None and self._uniform:
+            return self._push_uniform(kind, cast, state, starts)
+        sel = np.ones(n, dtype=bool) if chosen is None else chosen
+        part = sel & starts if starts is not None else (sel if kind == _PARTIAL else sel & False)
+        return self._push_lanes(cast, state, sel & ~part, part)
+
+    def _refuse(self, kind: int, lanes) -> None:
+        """Raise for the first lane in ``lanes`` (a bool mask) that breaks the episode rules."""
+        lane = int(np.flatnonzero(lanes)[0])
+        raise self._phase_error(lane, kind, 0 if kind == _FULL else 1)
+
+    def _push_uniform(self, kind, cast, state, part) -> int:
+        n, P, m = self.n_lanes, self._P, self._um
+        if kind == _FULL and m == 0:
+            self._refuse(_FULL, np.ones(n, dtype=bool))
+        restart = (self._step == 1) & (part if kind == _FULL and part is not None else True)
+        if m and (kind == _PARTIAL or part is not None) and restart.any():
+            self._refuse(_PARTIAL, restart)
+        self._version += 1
+        if m == P:  # every ring is full: each lane's oldest state and row go
+            s = self._us
+            self._n_samp -= int(np.count_nonzero(self._samp[:, s]))
+            self._samp[:, s] = False
+            self._us = (s + 1) % P
+            self._start[:] = self._us
+            m -= 1
+            self._m[:] = m
+        new = (self._us + m) % P
+        prev = new - 1 if new else P - 1
+        self._states[:, new] = state
+        inserted = 0
+        if kind == _FULL:
+            for name, arr in self._plain:
+                arr[:, prev] = cast[name]
+            if part is None:
+                self._samp[:, prev] = True
+                inserted = n
+                self.last_full = None
+            else:
+                for _, arr in self._plain:  # the rows into a new episode are padding
+                    arr[part, prev] = 0
+                full = ~part
+                self._samp[:, prev] = full
+                inserted = int(np.count_nonzero(full))
+                self._finish(np.flatnonzero(part))
+                self.last_full = full
+            step = self._step
+            step += 1
+            if part is not None:
+                step[part] = 1
+            self._steps[:, new] = step
+        else:
+            if m:
+                for _, arr in self._plain:
+                    arr[:, prev] = 0
+                self._finish(self._all)
+            self._step[:] = 1
+            self._steps[:, new] = 1
+            self.last_full = np.zeros(n, dtype=bool)
+        self._n_samp += inserted
+        self._um = m + 1
+        self._m[:] = self._um
+        return inserted
+
+    def _push_lanes(self, cast, state, full, part) -> int:
+        """Push to the lanes in ``full`` (a step) and ``part`` (a new episode), bool masks."""
+        m, step, P = self._m, self._step, self._P
+        empty = m == 0
+        if (full & empty).any():
+            self._refuse(_FULL, full & empty)
+        if (part & ~empty & (step == 1)).any():
+            self._refuse(_PARTIAL, part & ~empty & (step == 1))
+        self._version += 1
+        self._uniform = False
+        lanes = np.flatnonzero(full | part)
+        ev = lanes[m[lanes] == P]
+        if ev.size:  # full rings: the oldest state and row go
+            s = self._start[ev]
+            self._n_samp -= int(np.count_nonzero(self._samp[ev, s]))
+            self._samp[ev, s] = False
+            self._start[ev] = (s + 1) % P
+            m[ev] -= 1
+        start = self._start
+        new = (start[lanes] + m[lanes]) % P
+        self._states[lanes, new] = state[lanes]
+        f = np.flatnonzero(full)
+        if f.size:
+            prev = (start[f] + m[f] - 1) % P
+            for name, arr in self._plain:
+                arr[f, prev] = cast[name][f]
+            self._samp[f, prev] = True
+            self._n_samp += f.size
+        p = np.flatnonzero(part & ~empty)
+        if p.size:
+            prev = (start[p] + m[p] - 1) % P
+            for _, arr in self._plain:
+                arr[p, prev] = 0
+            self._finish(p)
+        step[f] += 1
+        step[part] = 1
+        self._steps[lanes, new] = step[lanes]
+        m[lanes] += 1
+        self.last_full = full
+        return int(f.size)
+
+    def _finish(self, lanes) -> None:
+        """The running episodes of ``lanes`` end: write their length over their entries."""
+        P = self._P
+        for lane in lanes:
+            step, m = int(self._step[lane]), int(self._m[lane])
+            k = min(step, m)
+            if k:
+                self._lens[lane, (self._start[lane] + np.arange(m - k, m)) % P] = step - 1
+
+    # -- bulk -----------------------------------------------------------------------------------
+    def extend(self, lane: int, *, new_episode: bool = True, **columns) -> int:
+        """Bulk-insert steps into one lane; the columns as for `EpisodesBuffer.extend`."""
+        lane = self._lane(lane)
+        keys = tuple(columns)
+        if not keys or self._kind(keys) != _FULL:
+            raise TraceKeyError(f"extend needs every trace {[s[0] for s in self._slots]}, "
+                                f"got {list(keys)}")
+        cols = {}
+        for name, values in columns.items():
+            dtype, frame, _ = self._frames[name]
+            cols[name] = coerce_frames(values, dtype, frame, name)
+        state_name = next(k for k in keys if k in self._state_names)
+        T = len(cols[state_name]) - (1 if new_episode else 0)
+        for name, col in cols.items():
+            want = T + 1 if new_episode and name == state_name else T
+            if len(col) != want or T < 0:
+                rule = ("the state column carries T + 1 rows (first state, then T next states), "
+                        "the others T" if new_episode else "every column carries T rows")
+                raise ValueError(f"extend: column {name!r} has {len(col)} rows, expected "
+                                 f"{max(want, 0)}: {rule}")
+        m, step = int(self._m[lane]), int(self._step[lane])
+        if new_episode and m and step == 1:
+            raise self._phase_error(lane, _PARTIAL, 1)
+        if T and not new_episode and m == 0:
+            raise self._phase_error(lane, _FULL, 0)
+        # Everything is valid: write it as the equivalent pushes would, one lane at a time.
+        n = self.n_lanes
+        only = np.zeros(n, dtype=bool)
+        only[lane] = True
+        none = np.zeros(n, dtype=bool)
+
+        def frames(t, names):
+            return {k: np.broadcast_to(cols[k][t], (n, *cols[k].shape[1:])) for k in names}
+
+        if new_episode:
+            first = frames(0, (state_name,))
+            self._push_lanes(first, first[state_name], none, only)
+        offset = 1 if new_episode else 0
+        for t in range(T):
+            row = frames(t, [k for k in keys if k != state_name])
+            row[state_name] = np.broadcast_to(cols[state_name][t + offset],
+                                              (n, *cols[state_name].shape[1:]))
+            self._push_lanes(row, row[state_name], only, none)
+        return T
+
+    # -- remove ---------------------------------------------------------------------------------
+    def pop(self, lane: int):
+        """Remove the newest state of ``lane`` and the row leading to it; return that row."""
+        lane = self._lane(lane)
+        m = int(self._m[lane])
+        if m == 0:
+            raise IndexError(f"pop from an empty lane {lane}")
+        row = self._lane_row(lane, m - 2) if m >= 2 else {}
+        self._version += 1
+        self._uniform = False
+        m -= 1
+        self._m[lane] = m
+        if m == 0:
+            self._step[lane] = 0
+            return row
+        prev = (self._start[lane] + m - 1) % self._P  # the new newest state leads nowhere yet
+        if self._samp[lane, prev]:
+            self._samp[lane, prev] = False
+            self._n_samp -= 1
+        self._step[lane] = self._steps[lane, prev]
+        return row
+
+    def popleft(self, lane: int):
+        """Remove the oldest state of ``lane`` and its row; return that row."""
+        lane = self._lane(lane)
+        m = int(self._m[lane])
+        if m == 0:
+            raise IndexError(f"popleft from an empty lane {lane}")
+        row = self._lane_row(lane, 0) if m >= 2 else {}
+        self._version += 1
+        self._uniform = False
+        s = int(self._start[lane])
+        if self._samp[lane, s]:
+            self._samp[lane, s] = False
+            self._n_samp -= 1
+        self._start[lane] = (s + 1) % self._P
+        self._m[lane] = m - 1
+        if m == 1:
+            self._step[lane] = 0
+        return row
+
+    def _lane_row(self, lane: int, r: int) -> dict:
+        return self._row(int(self._offsets()[lane]) + r)
+
+    def clear(self) -> None:
+        self._reset_geometry()
+        self._version += 1
+

@@ -1,0 +1,285 @@
+"""`LanedEpisodesBuffer`: one `EpisodesBuffer` per lane (sub-env), seen as one container.
+
+A vector env steps ``n`` sub-envs at once. Storing their steps interleaved in one buffer would
+pair states of two sub-envs in one transition; instead every lane keeps its own episodes in its
+own `EpisodesBuffer`, and the lanes are presented to samplers as one container whose rows are
+the lanes' rows one lane after the other (a *global* row index)::
+
+    lane 0 rows  a0 a1 a2        lane 1 rows  b0 b1         lane 2 rows  c0 c1 c2 c3
+    global row    0  1  2                      3  4                       5  6  7  8
+
+Samplers only draw sampleable rows and follow a row forward (n-step returns) or back (stacked
+frames) within its episode (``episode_length - step_number``, ``step_number >= k``). A lane's
+newest state is never the source of a sampleable row and its oldest rows start an episode cut
+by the ring, so a window that stays inside an episode never crosses into the next lane.
+
+The total capacity is split evenly: each lane holds ``ceil(capacity / n_lanes)`` rows, as
+SB3's ``buffer_size`` covers all envs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trajectories._casting import TraceKeyError, coerce_frames
+from trajectories.episodes import EpisodesBuffer
+from trajectories.normalization import NormalizedTraces
+from trajectories.prioritized import CircularPrioritizedTraces
+
+__all__ = ["LanedEpisodesBuffer"]
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+# Kinds of push and where a lane's last episode stands: the rules of `EpisodesBuffer` (DESIGN
+# §8), mirrored here so that every lane is checked before any lane is written.
+_PARTIAL, _FULL, _COMPLETION = range(3)
+_EMPTY, _STARTED, _STEPPING, _COMPLETED = range(4)
+_AFTER = {_PARTIAL: _STARTED, _FULL: _STEPPING, _COMPLETION: _COMPLETED}
+
+
+def _lane_traces(traces, capacity):
+    """An empty copy of ``traces`` for one lane; normalisers are shared by all lanes, so that
+    every lane's batches are normalised by the statistics of everything pushed."""
+    if isinstance(traces, NormalizedTraces):
+        inner = traces.traces.empty_copy(capacity)
+        once = {}
+        for name, norm in traces.normalizers.items():
+            once.setdefault(id(norm), (name, norm))
+        return NormalizedTraces(inner, **dict(once.values()))
+    return traces.empty_copy(capacity)
+
+
+def _as_mask(value, n: int, what: str) -> np.ndarray:
+    """A bool mask over the lanes from a mask or from lane indices."""
+    arr = np.asarray(value)
+    if arr.dtype == np.bool_:
+        if arr.shape != (n,):
+            raise ValueError(f"{what} must be a bool array of shape ({n},) (one entry per "
+                             f"lane), got shape {arr.shape}")
+        return arr
+    if arr.dtype.kind not in "iu" or arr.ndim != 1:
+        raise TypeError(f"{what} must be a bool mask or an array of lane indices, got {value!r}")
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        raise ValueError(f"{what} names lanes out of range for {n} lanes: {arr.tolist()}")
+    mask = np.zeros(n, dtype=bool)
+    mask[arr] = True
+    return mask
+
+
+class LanedEpisodesBuffer:
+    """Per-lane episode storage for vector envs, presented as one container with global rows.
+
+    ``push`` takes one value per lane (a leading lane axis). Lanes flagged in
+    ``episode_start`` get a partial push of the state-like values (a new episode starts there);
+    the other lanes a full push (a step). ``lanes`` restricts a push to some lanes.
+
+    Args:
+        traces: empty traces that describe one lane's layout and the *total* capacity (each
+            lane gets ``empty_copy(ceil(capacity / n_lanes))``).
+        n_lanes: the number of lanes (sub-envs).
+
+    Example:
+        >>> import numpy as np
+        >>> from trajectories import CircularArraySARTSTraces
+        >>> lb = LanedEpisodesBuffer(CircularArraySARTSTraces(capacity=8), n_lanes=2)
+        >>> lb.push(state=np.array([10, 20]))                      # both lanes start
+        >>> lb.push(state=np.array([11, 21]), action=np.array([0, 1]),
+        ...         reward=np.array([1.0, 2.0]), terminal=np.array([True, False]))
+        >>> lb.push(state=np.array([30, 22]), action=np.array([0, 1]),   # lane 0 restarts
+        ...         reward=np.array([0.0, 2.0]), terminal=np.array([False, False]),
+        ...         episode_start=np.array([True, False]))
+        >>> lb.push(state=np.array([31, 23]), action=np.array([1, 1]),
+        ...         reward=np.array([1.0, 2.0]), terminal=np.array([False, False]))
+        >>> len(lb), lb.lane_lengths(), lb["state"].tolist(), lb["next_state"].tolist()
+        (6, [3, 3], [10, 11, 30, 20, 21, 22], [11, 30, 31, 21, 22, 23])
+        >>> lb.sampleable_inds.astype(int).tolist()     # row 1 pairs two episodes of lane 0
+        [1, 0, 1, 1, 1, 1]
+    """
+
+    def __new__(cls, traces=None, n_lanes=None):
+        # Two storages behind one interface: plain ring layouts with one state multiplex (SARTS
+        # and the like) write every lane with one numpy operation per trace (`lane_rings`);
+        # any other layout keeps one EpisodesBuffer per lane (`lane_episodes`).
+        if cls is LanedEpisodesBuffer:
+            from trajectories.lane_episodes import PerLaneEpisodes
+            from trajectories.lane_rings import RingLanes, ring_layout
+
+            cls = RingLanes if ring_layout(traces) else PerLaneEpisodes
+        return object.__new__(cls)
+
+    def _checked(self, traces, n_lanes):
+        """Check the arguments, set ``n_lanes`` and ``traces``; returns the layout traces."""
+        if isinstance(n_lanes, bool) or not isinstance(n_lanes, (int, np.integer)):
+            raise TypeError(f"n_lanes must be an int, got n_lanes={n_lanes!r}")
+        if n_lanes <= 0:
+            raise ValueError(f"n_lanes must be positive, got n_lanes={n_lanes}")
+        if isinstance(traces, (EpisodesBuffer, LanedEpisodesBuffer)):
+            if len(traces):
+                raise ValueError(f"LanedEpisodesBuffer needs empty traces, got "
+                                 f"{len(traces)} rows")
+            traces = traces.traces
+        if not all(hasattr(traces, a) for a in ("keys", "slots", "capacity", "take")):
+            raise TypeError(f"LanedEpisodesBuffer needs traces (a Traces or preset), got "
+                            f"{type(traces).__name__}")
+        if len(traces):
+            raise ValueError(f"LanedEpisodesBuffer needs empty traces, got {len(traces)} rows; "
+                             f"pass traces.empty_copy()")
+        if _has_layer(traces, CircularPrioritizedTraces):
+            raise TypeError("prioritized traces are not supported across lanes (vector envs) "
+                            "yet: their sum tree would need one global key space; use a "
+                            "single env, or uniform sampling with the vector env")
+        self.n_lanes = int(n_lanes)
+        self.traces = traces  # the layout (empty): wrappers are found on it, data in the lanes
+        self.last_full = None  # lanes the last push gave a step (None: every lane)
+        self.inferred_from = None  # the state shape the lanes were guessed from, if they were
+        self._kinds: dict[tuple, int] = {}
+        self._version = 0  # bumped by every write: lane lengths, hence global rows, moved
+        return traces
+
+    def _init_layout(self, slots, keys) -> None:
+        self._slots = tuple(tuple(slot) for slot in slots)
+        self._keys = tuple(keys)
+        self._slot_of = {name: i for i, slot in enumerate(self._slots) for name in slot}
+        self._completion = next((s[1] for s in self._slots if len(s) == 2
+                                 and s[1] == "next_action"), None)
+        self._multiplexed = any(len(s) == 2 for s in self._slots)
+        # What a partial push (an episode's first state) names: the state-like multiplexes.
+        self._state_like = {i for i, s in enumerate(self._slots) if len(s) == 2
+                            and s[1] != self._completion} if self._multiplexed \
+            else set(range(len(self._slots)))
+        self._state_like_names = {n for i in self._state_like for n in self._slots[i]}
+
+    def keys(self) -> tuple:
+        return self._keys
+
+    @property
+    def slots(self) -> tuple:
+        return self._slots
+
+    def lane_of(self, idx):
+        """``(lane, local_row)`` arrays for global row indices ``idx``."""
+        idx = np.asarray(idx, dtype=np.int64)
+        off = self._offsets()
+        # Empty lanes share their offset with the next lane; `side="right"` skips them. The row
+        # just past the end belongs to the last lane (its newest state, for a state multiplex).
+        lane = np.minimum(np.searchsorted(off, idx, side="right") - 1, self.n_lanes - 1)
+        return lane, idx - off[lane]
+
+    def _kind(self, keys: tuple) -> int:
+        kind = self._kinds.get(keys)
+        if kind is None:
+            kind = self._classify(keys)
+            if len(self._kinds) < 64:
+                self._kinds[keys] = kind
+        return kind
+
+    def _classify(self, keys: tuple) -> int:
+        seen = {}
+        for k in keys:
+            if k not in self._slot_of:
+                raise TraceKeyError(f"unknown trace {k!r}; the traces are {self._keys}")
+            i = self._slot_of[k]
+            if i in seen:
+                raise ValueError(f"got both {seen[i]!r} and {k!r}, two names of one "
+                                 f"multiplexed trace; push only one of them")
+            seen[i] = k
+        if self._completion is not None and keys == (self._completion,):
+            return _COMPLETION
+        if len(seen) == len(self._slots):
+            return _FULL
+        if seen and set(seen) <= self._state_like:
+            return _PARTIAL
+        missing = [self._slots[i][0] for i in range(len(self._slots)) if i not in seen]
+        starts = [self._slots[i][0] for i in sorted(self._state_like)]
+        raise TraceKeyError(f"push got {list(keys)} but is missing {missing}: a step pushes "
+                            f"every trace; an episode starts with only {starts}")
+
+    def _allowed(self, kind: int, phase: int) -> bool:
+        if kind == _FULL:
+            return phase in (_STARTED, _STEPPING) or (phase == _EMPTY and not self._multiplexed)
+        if kind == _PARTIAL:
+            return phase != _STARTED and not (phase == _STEPPING and self._completion)
+        return phase == _STEPPING
+
+    def _phase_error(self, lane: int, kind: int, phase: int) -> ValueError:
+        c = self._completion
+        if kind == _FULL and phase == _EMPTY:
+            why = "a full step into an empty lane; start its episode with push(state=...)"
+        elif kind == _FULL:
+            why = f"a full step after push({c}=...); start the next episode first"
+        elif kind == _PARTIAL and phase == _STARTED:
+            why = ("a partial push right after a partial push (an episode with no step); "
+                   "push a step first, or pop(lane) the previous first state")
+        elif kind == _PARTIAL:
+            why = f"the last episode is not complete: push({c}=...) before starting a new one"
+        else:
+            why = f"push({c}=...) completes an episode's last step, but the lane has no step"
+        return ValueError(f"lane {lane}: {why}")
+
+    def _frame(self, name: str) -> tuple:
+        """``(dtype, frame shape, dtypes stored exactly)`` of a trace."""
+        return self._frames[name]
+
+    def _cast(self, row: dict) -> dict:
+        """Every value as a ``(n_lanes, *frame)`` array the trace stores exactly, or raise."""
+        n, out = self.n_lanes, {}
+        for name, value in row.items():
+            dtype, frame, exact = self._frame(name)
+            if type(value) is np.ndarray and value.dtype in exact \
+                    and value.shape == (n, *frame):
+                out[name] = value  # the common case: numpy's assignment stores it exactly
+                continue
+            arr = np.asarray(value)
+            if dtype is None:  # an elastic trace whose dtype its first value fixes
+                if arr.shape[:1] != (n,):
+                    raise ValueError(f"trace {name!r} takes one frame per lane, i.e. an array "
+                                     f"with a leading axis of {n}, got shape {arr.shape}")
+                out[name] = arr
+                continue
+            if arr.shape[:1] != (n,) or arr.shape[1:] != frame:
+                hint = ""
+                if self.inferred_from is not None:
+                    hint = (f"; the first push (a state of shape {self.inferred_from}) was "
+                            f"taken as {n} sub-envs of a vector env: if it was one env's state, "
+                            f"give the state trace that frame shape, e.g. "
+                            f"state=(np.float32, {self.inferred_from})")
+                raise ValueError(f"trace {name!r} takes one frame of shape {frame} per lane, "
+                                 f"i.e. an array of shape {(n, *frame)}, got shape "
+                                 f"{arr.shape}{hint}")
+            out[name] = coerce_frames(arr, dtype, frame, name)
+        return out
+
+    def push(self, *, episode_start=None, lanes=None, **row) -> None:
+        """Push one value per lane (``_push_row`` returns how many lanes got a full step).
+
+        Args:
+            episode_start: lanes (bool mask or indices) where a new episode starts: they get
+                only the state-like values (``state``, ``legal_actions_mask``).
+            lanes: the lanes that get anything (default: all); values still carry every lane.
+            **row: trace name -> array with a leading lane axis (a scalar fills every lane).
+
+        Everything is checked (names, shapes, dtypes, each lane's episode rules) before any
+        lane is written.
+        """
+        self._push_row(row, episode_start, lanes)
+
+    def _lane(self, lane) -> int:
+        if isinstance(lane, bool) or not isinstance(lane, (int, np.integer)):
+            raise TypeError(f"lane must be an int, got lane={lane!r}")
+        if not 0 <= lane < self.n_lanes:
+            raise IndexError(f"lane {lane} out of range for {self.n_lanes} lanes")
+        return int(lane)
+
+    def set_priority(self, keys, values) -> None:
+        raise TypeError("set_priority needs prioritized traces, which lanes do not support")
+
+    def __repr__(self) -> str:
+        return (f"LanedEpisodesBuffer({self.traces!r}, n_lanes={self.n_lanes}, "
+                f"lane_lengths={self.lane_lengths()})")
+
+
+def _has_layer(traces, cls) -> bool:
+    while traces is not None:
+        if isinstance(traces, cls):
+            return True
+        traces = getattr(traces, "traces", None)
+    return False
