@@ -65,6 +65,7 @@ from stagerl.utils.returns import discount_rewards, generalized_advantage_estima
 from stagerl.policies.random_policy import RandomPolicy
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
 from stagerl.core import vector_hooks as _vector_hooks  # registers per-sub-env hook methods
+from stagerl.envs import vector_methods as _vector_methods  # Agent, RandomPolicy on vector envs
 from stagerl.core.run import Experiment, run
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium.vector import AutoresetMode, AsyncVectorEnv, SyncVectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import TimeLimit
 
 __all__ = ["ScriptedLaneEnv", "scripted_env", "scripted_vector_env"]
@@ -93,5 +93,6 @@ def scripted_vector_env(
     if vectorization_mode == "async":
         return AsyncVectorEnv(fns, autoreset_mode=autoreset_mode)
     raise ValueError(
-        f"vectorization_mode must be 'sync' or 'async', got vectorization_mode={vectorization_mode!r}"
+        f"vectorization_mode must be 'sync' or 'async', got "
+        f"vectorization_mode={vectorization_mode!r}"
     )

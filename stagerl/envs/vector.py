@@ -46,13 +46,22 @@ class GymVectorEnv(Env):
     entry per sub-env (lane); ``action_space`` is the batched space, ``single_action_space`` one
     sub-env's. ``act`` takes one action per sub-env.
 
-    Sub-envs reset themselves (gymnasium's autoreset), so **the run loop's episode spans from
-    ``env.reset()`` to the stop**: PreEpisode and PostEpisode run once per run, and a sub-env's
-    episode end is seen at PostAct as ``is_terminated | is_truncated`` in its lane.
-    ``ResetIfEnvTerminated`` never resets a vector env; ``StopAfterNSteps(n)`` counts env-steps
-    (``num_envs`` per ``act``) and ``StopAfterNEpisodes(n)`` counts finished sub-env episodes.
-    The Agent stores each lane as its own sequence of episodes, and the per-episode hooks report
-    each sub-env's episodes as if they had been run one after another (see ``docs/vector_envs.md``).
+    The run loop with a vector env (``docs/vector_envs.md`` has the whole story):
+
+    * Sub-envs reset themselves (gymnasium's autoreset), so **the loop's episode spans from
+      ``env.reset()`` to the stop**: PreEpisode and PostEpisode run once per run.
+      ``ResetIfEnvTerminated`` never resets a vector env.
+    * A sub-env's episode end is seen at PostAct as ``is_terminated | is_truncated`` in its lane.
+    * ``StopAfterNSteps(n)`` counts env-steps, ``num_envs`` per ``act``: the run stops at the
+      first act that brings the count to ``n`` or beyond (``ceil(n / num_envs)`` acts).
+      ``StopAfterNEpisodes(n)`` counts finished sub-env episodes.
+    * ``plan`` returns one action per sub-env (policies act on the whole batch at once).
+    * The Agent stores each sub-env's episodes in its own lane of the trajectory (never a
+      transition across sub-envs or episodes; truncation bootstrapped), and the per-episode
+      hooks (``TotalRewardPerEpisode``, ``StepsPerEpisode``, ``RewardsPerEpisode``) report each
+      sub-env's episodes as if they had been run one after another; at the stop, every
+      sub-env's unfinished episode is reported, as a single env's cut episode is.
+    * Per-act hooks (``DoEveryNSteps``, ``TimePerStep``) count acts, not env-steps.
 
     Autoreset modes (``env.metadata["autoreset_mode"]``, gymnasium 1.x):
 
@@ -255,7 +264,7 @@ class GymVectorEnv(Env):
 
     @property
     def final_state(self) -> np.ndarray:
-        """The state each lane's last step led to (``state`` except where SAME_STEP reset a lane)."""
+        """The state each lane's last step led to (``state``, except in lanes SAME_STEP reset)."""
         return self._final_state
 
     @property

@@ -43,6 +43,27 @@ class Policy:
         >>> hook = rl.run(AlwaysLeft(), rl.RandomWalk1D(), hook=rl.StepsPerEpisode())
         >>> hook.steps
         [3]
+
+        Single and vector envs: with a :class:`~stagerl.GymVectorEnv`, ``env.state`` holds one
+        row per sub-env and ``plan`` returns one action per sub-env. Written on a leading batch
+        axis, one ``plan`` serves both, with one forward pass for the whole batch (a policy
+        that must act differently dispatches on ``env: rl.GymVectorEnv``, the more specific
+        type). The Agent and the per-episode hooks need nothing more:
+
+        >>> import numpy as np
+        >>> class LeanFollower(rl.Policy):  # CartPole: push the way the pole falls
+        ...     pass
+        >>> @rl.plan.dispatch
+        ... def plan(policy: LeanFollower, env: rl.Env):
+        ...     state = np.asarray(env.state)  # (4,) for one env, (num_envs, 4) for a vector env
+        ...     action = (state[..., 2] + state[..., 3] > 0).astype(np.int64)
+        ...     return action if action.ndim else int(action)
+        >>> one = rl.run(LeanFollower(), rl.GymEnv("CartPole-v1", seed=0),
+        ...              rl.StopAfterNEpisodes(1, progress=False), rl.StepsPerEpisode())
+        >>> many = rl.run(LeanFollower(), rl.GymVectorEnv("CartPole-v1", num_envs=4, seed=0),
+        ...               rl.StopAfterNEpisodes(4, progress=False), rl.StepsPerEpisode())
+        >>> one.steps[0] in many.steps  # sub-env 0 is seeded as the single env
+        True
     """
 
     def to(self, device: Any) -> Policy:

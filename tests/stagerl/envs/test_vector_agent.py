@@ -1,0 +1,220 @@
+"""An Agent on a GymVectorEnv stores what the same episodes run one env at a time would store.
+
+The scripted lanes (``stagerl.envs.toy_vector``) make every transition identifiable: lane i's
+observations are ``[i, episode, t]``, its reward ``100 i + 10 t + action``; even episodes
+terminate after ``length`` steps, odd ones are truncated after ``length + 1``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import stagerl as rl
+from stagerl.envs.toy_vector import scripted_env, scripted_vector_env
+
+MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
+LENGTHS = (2, 3, 5)
+
+
+class Scripted(rl.Policy):
+    """A deterministic policy of the state alone, for one state or a batch of them."""
+
+
+@rl.plan.dispatch
+def _plan_scripted(policy: Scripted, env: rl.Env):
+    state = np.asarray(env.state)
+    action = (state[..., 1] + state[..., 2] + state[..., 0]) % 2
+    return action.astype(np.int64) if action.ndim else int(action)
+
+
+def traces(capacity=1000, layout=rl.CircularArraySARTSTraces):
+    return layout(capacity=capacity, state=(np.int64, (3,)))
+
+
+def transitions(container, rows=None):
+    """The sampleable transitions as hashable tuples, in row order."""
+    rows = container.sampleable_indices() if rows is None else rows
+    keys = [k for k in container.keys()]
+    cols = {k: container.take(k, np.asarray(rows, dtype=np.int64)) for k in keys}
+    return [tuple(tuple(np.atleast_1d(cols[k][i]).tolist()) for k in keys)
+            for i in range(len(rows))]
+
+
+def lane_rows(container, lane):
+    off = np.concatenate(([0], np.cumsum(container.lane_lengths())))
+    rows = container.sampleable_indices()
+    return rows[(rows >= off[lane]) & (rows < off[lane + 1])]
+
+
+def run_vector(mode, acts, layout=rl.CircularArraySARTSTraces, hook=None):
+    env = rl.GymVectorEnv(scripted_vector_env(LENGTHS, autoreset_mode=mode))
+    agent = rl.Agent(Scripted(), rl.Trajectory(traces(layout=layout)))
+    hook = rl.StepsPerEpisode() if hook is None else hook
+    rl.run(agent, env, rl.StopAfterNSteps(acts * env.num_envs, progress=False), hook)
+    return agent, hook
+
+
+def run_single(lane, steps, layout=rl.CircularArraySARTSTraces, hook=None):
+    agent = rl.Agent(Scripted(), rl.Trajectory(traces(layout=layout)))
+    env = rl.GymEnv(scripted_env(lane, LENGTHS[lane]))
+    stop = rl.StopAfterNSteps(steps, progress=False)
+    hooks = rl.run(agent, env, stop, rl.StepsPerEpisode() if hook is None else hook)
+    return agent, hooks
+
+
+@pytest.mark.parametrize("layout", [rl.CircularArraySARTSTraces, rl.CircularArraySARTSATraces])
+@pytest.mark.parametrize("mode", MODES)
+def test_stored_transitions_equal_single_env_runs(mode, layout):
+    acts = 23
+    agent, steps = run_vector(mode, acts, layout)
+    container = agent.trajectory.container
+    assert container.n_lanes == 3
+    per_lane_steps = Counter()
+    for lane in range(3):
+        stored = transitions(container, lane_rows(container, lane))
+        # every transition of this lane stays inside the lane and inside one episode
+        for row in stored:
+            state, next_state = row[0], row[1]
+            assert state[0] == next_state[0] == lane and next_state[1] == state[1]
+            assert next_state[2] == state[2] + 1
+        # the single env, one episode after another, as many env steps as the lane really took
+        single, single_steps = run_single(lane, _real_steps(mode, lane, acts), layout)
+        expected = transitions(single.trajectory.container)
+        assert stored == expected
+        per_lane_steps.update(single_steps.steps)
+    assert Counter(steps.steps) == per_lane_steps
+    assert agent.trajectory.controller.n_inserted == sum(steps.steps)
+
+
+def _real_steps(mode, lane, acts):
+    """Env steps lane ``lane`` takes in ``acts`` acts: with NEXT_STEP, each episode end costs a
+    reset-only act (episode k of the lane has length, length + 1 alternately)."""
+    if mode == AutoresetMode.SAME_STEP:
+        return acts
+    steps, episode, left = 0, 0, acts
+    while left > 0:
+        length = LENGTHS[lane] + (episode % 2)
+        take = min(length, left)
+        steps += take
+        left -= take + 1  # the reset-only act
+        episode += 1
+    return steps
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_per_episode_hooks_equal_single_env_runs(mode):
+    acts = 17
+    hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode() + rl.RewardsPerEpisode()
+    run_vector(mode, acts, hook=hook)
+    totals, lengths, rewards = Counter(), Counter(), Counter()
+    for lane in range(3):
+        single_hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode() + rl.RewardsPerEpisode()
+        run_single(lane, _real_steps(mode, lane, acts), hook=single_hook)
+        totals.update(single_hook[0].rewards)
+        lengths.update(single_hook[1].steps)
+        rewards.update(tuple(r) for r in single_hook[2].rewards)
+    assert Counter(hook[0].rewards) == totals
+    assert Counter(hook[1].steps) == lengths
+    assert Counter(tuple(r) for r in hook[2].rewards) == rewards
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_truncation_is_stored_bootstrapped(mode):
+    agent, _ = run_vector(mode, 12)
+    stored = transitions(agent.trajectory.container)
+    # lane 0's second episode (odd) is truncated after 3 steps: a sampleable non-terminal row
+    last = [r for r in stored if r[0][:2] == (0, 1) and r[1][2] == 3]
+    assert len(last) == 1 and last[0][4] == (False,)
+    # its first episode terminated after 2 steps
+    first = [r for r in stored if r[0][:2] == (0, 0) and r[1][2] == 2]
+    assert len(first) == 1 and first[0][4] == (True,)
+
+
+def test_sarts_and_same_step_store_the_true_final_observation():
+    agent, _ = run_vector(AutoresetMode.SAME_STEP, 6)
+    next_states = {r[1] for r in transitions(agent.trajectory.container)}
+    assert (0, 0, 2) in next_states and (1, 0, 3) in next_states  # final observations
+
+
+def test_async_vector_env():
+    envs = scripted_vector_env((1, 2), vectorization_mode="async")
+    env = rl.GymVectorEnv(envs)
+    agent = rl.Agent(Scripted(), rl.Trajectory(traces()))
+    try:
+        hook = rl.run(agent, env, rl.StopAfterNSteps(12, progress=False), rl.StepsPerEpisode())
+    finally:
+        env.close()
+    assert sum(hook.steps) == agent.trajectory.controller.n_inserted > 0
+    assert agent.trajectory.container.lane_lengths()[1] > 0
+
+
+def test_a_second_run_continues_the_same_lanes():
+    env = rl.GymVectorEnv(scripted_vector_env(LENGTHS))
+    agent = rl.Agent(Scripted(), rl.Trajectory(traces()))
+    rl.run(agent, env, rl.StopAfterNSteps(9, progress=False))  # lane 0 was just reset
+    rl.run(agent, env, rl.StopAfterNSteps(9, progress=False))
+    for row in transitions(agent.trajectory.container):
+        assert row[0][0] == row[1][0] and row[1][2] == row[0][2] + 1
+
+
+def test_random_policy_draws_a_batch_over_the_single_action_space():
+    env = rl.GymVectorEnv("CartPole-v1", num_envs=4, seed=0)
+    env.reset()
+    actions = [rl.plan(rl.RandomPolicy(rng=3), env) for _ in range(2)]
+    assert actions[0].shape == (4,) and env.action_space.contains(actions[0])
+    assert actions[0].tolist() == actions[1].tolist()  # the same seed, the same actions
+    policy = rl.RandomPolicy(rng=0)
+    drawn = np.stack([rl.plan(policy, env) for _ in range(200)])
+    assert set(np.unique(drawn)) == {0, 1}
+    box = rl.GymVectorEnv("Pendulum-v1", num_envs=3, seed=0)
+    box.reset()
+    action = rl.plan(rl.RandomPolicy(rng=0), box)
+    assert action.shape == (3, 1) and box.action_space.contains(action)
+
+
+def test_random_agent_on_cartpole_vector_env():
+    env = rl.GymVectorEnv("CartPole-v1", num_envs=4, seed=0)
+    traces4 = rl.CircularArraySARTSTraces(capacity=400, state=(np.float32, (4,)))
+    agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(traces4, rl.BatchSampler(32, rng=0)))
+    hook = rl.run(agent, env, rl.StopAfterNSteps(400, progress=False), rl.StepsPerEpisode())
+    assert agent.trajectory.controller.n_inserted == sum(hook.steps)
+    batch = agent.trajectory.sample()
+    assert batch["state"].shape == (32, 4)
+
+
+def test_q_based_policy_acts_on_the_whole_batch():
+    env = rl.GymVectorEnv("FrozenLake-v1", num_envs=4, seed=0, is_slippery=False)
+    policy = rl.QBasedPolicy(rl.TDLearner(rl.TabularQApproximator(16, 4), gamma=0.9, lr=0.5),
+                             rl.EpsilonGreedyExplorer(0.1, break_ties=True, rng=0))
+    agent = rl.Agent(policy, rl.Trajectory(rl.CircularArraySARTSTraces(capacity=64)))
+    hook = rl.run(agent, env, rl.StopAfterNSteps(4000, progress=False),
+                  rl.TotalRewardPerEpisode())
+    assert policy.explorer.step == 1 + 1000  # one plan per act, for the whole batch
+    assert sum(hook.rewards) > 0
+    greedy = np.argmax(policy.learner.values(np.arange(16)), axis=1)
+    state, path = 0, []
+    for _ in range(10):  # the greedy path reaches the goal (state 15)
+        move = {0: -1, 1: 4, 2: 1, 3: -4}[int(greedy[state])]
+        state = state + move
+        path.append(state)
+        if state == 15:
+            break
+    assert path[-1] == 15
+
+
+def test_trajectory_split_for_another_vector_env_is_refused():
+    trajectory = rl.Trajectory(traces(), n_lanes=2)
+    agent = rl.Agent(Scripted(), trajectory)
+    env = rl.GymVectorEnv(scripted_vector_env(LENGTHS))
+    with pytest.raises(ValueError, match="already stores 2 lanes"):
+        rl.run(agent, env, rl.StopAfterNSteps(3, progress=False))
+
+
+def test_gymnasium_single_env_is_refused():
+    with pytest.raises(TypeError, match="GymEnv"):
+        rl.GymVectorEnv(gymnasium.make("CartPole-v1"))
