@@ -194,11 +194,12 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
             spec = self._frames[name] = (ref.dtype, ref.shape[1:], fast_tables(ref.dtype)[1])
         return spec
 
-    def _push_row(self, row: dict, episode_start=None, lanes=None) -> int:
+    def _push_row(self, row: dict, episode_start=None, lanes=None, restart=False) -> int:
         n = self.n_lanes
-        if "episode_start" in row or "lanes" in row:  # given in the row: Trajectory(container)
+        if "episode_start" in row or "lanes" in row or "restart" in row:  # Trajectory(container)
             row = dict(row)
             episode_start, lanes = row.pop("episode_start", None), row.pop("lanes", None)
+            restart = row.pop("restart", False)
         keys = tuple(row)
         kind = self._kind(keys)
         chosen = None if lanes is None else _as_mask(lanes, n, "lanes")
@@ -218,9 +219,14 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
             if chosen is not None and not chosen[i]:
                 continue
             k = _PARTIAL if starts is not None and starts[i] else kind
-            if not self._allowed(k, phases[i]):
+            phase = _EMPTY if restart and k == _PARTIAL and phases[i] == _STARTED else phases[i]
+            if not self._allowed(k, phase):
                 raise self._phase_error(i, k, phases[i])
             plan.append((i, k))
+        if restart:  # the lone first states of lanes that start again go
+            for i, k in plan:
+                if k == _PARTIAL and phases[i] == _STARTED:
+                    self.pop(i)
         self._version += 1
         # Which lanes got a step (None: all of them), for a controller that reads the data.
         if kind == _FULL and starts is None and chosen is None:

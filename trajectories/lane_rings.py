@@ -91,6 +91,12 @@ class RingLanes(LanedEpisodesBuffer):
         self._steps = np.zeros((n, P), dtype=np.int32)
         self._lens = np.zeros((n, P), dtype=np.int32)
         self._all = np.arange(n)
+        # The same arrays with lane and position in one axis: when lanes sit at different
+        # positions, one flat index (lane * P + position) writes them faster than index pairs.
+        self._base = self._all * P
+        flat = [a.reshape(n * P, *a.shape[2:]) for a in (self._states, self._samp, self._steps)]
+        self._states_f, self._samp_f, self._steps_f = flat
+        self._plain_f = [(name, a.reshape(n * P, *a.shape[2:])) for name, a in self._plain]
         self._reset_geometry()
 
     def _reset_geometry(self) -> None:
@@ -100,6 +106,7 @@ class RingLanes(LanedEpisodesBuffer):
         self._step = np.zeros(n, dtype=np.int64)   # step number of each lane's newest state
         self._samp[:] = False
         self._n_samp = 0
+        self._filled = False  # every lane holds a state: a step may go to any lane
         self._uniform = True  # every lane has the same start and m (kept in _us, _um)
         self._us = self._um = 0
 
@@ -211,11 +218,12 @@ class RingLanes(LanedEpisodesBuffer):
         return self._step > 1
 
     # -- push -----------------------------------------------------------------------------------
-    def _push_row(self, row: dict, episode_start=None, lanes=None) -> int:
+    def _push_row(self, row: dict, episode_start=None, lanes=None, restart=False) -> int:
         n = self.n_lanes
-        if "episode_start" in row or "lanes" in row:  # given in the row: Trajectory(container)
+        if "episode_start" in row or "lanes" in row or "restart" in row:  # Trajectory(container)
             row = dict(row)
             episode_start, lanes = row.pop("episode_start", None), row.pop("lanes", None)
+            restart = row.pop("restart", False)
         kind = self._kind(tuple(row))
         chosen = None if lanes is None else _as_mask(lanes, n, "lanes")
         if chosen is not None and chosen.all():
@@ -226,77 +234,116 @@ class RingLanes(LanedEpisodesBuffer):
         cast = self._cast(row)
         name = self._state_names[0] if self._state_names[0] in cast else self._state_names[1]
         state = cast[name]
-        if chosen is None and self._uniform:
-            return self._push_uniform(kind, cast, state, starts)
-        sel = np.ones(n, dtype=bool) if chosen is None else chosen
-        part = sel & starts if starts is not None else (sel if kind == _PARTIAL else sel & False)
-        return self._push_lanes(cast, state, sel & ~part, part)
+        if chosen is None:
+            return self._push_all(kind, cast, state, starts, restart)
+        part = chosen & starts if starts is not None else \
+            (chosen if kind == _PARTIAL else np.zeros(n, dtype=bool))
+        return self._push_lanes(cast, state, chosen & ~part, part, restart)
 
     def _refuse(self, kind: int, lanes) -> None:
         """Raise for the first lane in ``lanes`` (a bool mask) that breaks the episode rules."""
         lane = int(np.flatnonzero(lanes)[0])
         raise self._phase_error(lane, kind, 0 if kind == _FULL else 1)
 
-    def _push_uniform(self, kind, cast, state, part) -> int:
-        n, P, m = self.n_lanes, self._P, self._um
-        if kind == _FULL and m == 0:
-            self._refuse(_FULL, np.ones(n, dtype=bool))
-        restart = (self._step == 1) & (part if kind == _FULL and part is not None else True)
-        if m and (kind == _PARTIAL or part is not None) and restart.any():
-            self._refuse(_PARTIAL, restart)
+    def _push_all(self, kind, cast, state, part, restart=False) -> int:
+        """A push that reaches every lane: ``part`` (a bool mask, or None for none) start a new
+        episode, the others take a step (all of them start one for a partial push).
+
+        In uniform geometry every lane writes at one column (basic indexing); otherwise each
+        lane at its own position (one fancy index a trace)."""
+        n, P = self.n_lanes, self._P
+        m, step = self._m, self._step
+        uniform = self._uniform
+        if kind == _FULL and not self._filled:
+            empty = m == 0
+            if part is not None:
+                empty &= ~part
+            if empty.any():
+                self._refuse(_FULL, empty)
+        if (kind == _PARTIAL or part is not None) and not restart:  # no start twice in a row
+            restart = step == 1
+            if part is not None:
+                restart &= part
+            if restart.any():
+                self._refuse(_PARTIAL, restart)
         self._version += 1
-        if m == P:  # every ring is full: each lane's oldest state and row go
-            s = self._us
-            self._n_samp -= int(np.count_nonzero(self._samp[:, s]))
-            self._samp[:, s] = False
-            self._us = (s + 1) % P
-            self._start[:] = self._us
-            m -= 1
-            self._m[:] = m
-        new = (self._us + m) % P
-        prev = new - 1 if new else P - 1
-        self._states[:, new] = state
+        if uniform:
+            if self._um == P:  # every ring is full: each lane's oldest state and row go
+                s = self._us
+                self._n_samp -= int(np.count_nonzero(self._samp[:, s]))
+                self._samp[:, s] = False
+                self._us = (s + 1) % P
+                self._start[:] = self._us
+                self._um -= 1
+                m[:] = self._um
+            new = (self._us + self._um) % P
+            prev = new - 1 if new else P - 1
+            at_new, at_prev = (slice(None), new), (slice(None), prev)
+            states, plain, samp, steps = self._states, self._plain, self._samp, self._steps
+            grows = self._um > 0
+        else:
+            full_rings = m == P
+            if full_rings.any():
+                ev = np.flatnonzero(full_rings)
+                s = self._start[ev]
+                self._n_samp -= int(np.count_nonzero(self._samp[ev, s]))
+                self._samp[ev, s] = False
+                self._start[ev] = (s + 1) % P
+                m[ev] -= 1
+            new = self._start + m
+            new %= P
+            at_new = self._base + new
+            at_prev = at_new - 1
+            at_prev[new == 0] += P
+            states, plain, samp, steps = (self._states_f, self._plain_f, self._samp_f,
+                                          self._steps_f)
+            grows = True  # empty lanes write into unused slots: harmless
+        states[at_new] = state
         inserted = 0
         if kind == _FULL:
-            for name, arr in self._plain:
-                arr[:, prev] = cast[name]
+            for name, arr in plain:
+                arr[at_prev] = cast[name]
             if part is None:
-                self._samp[:, prev] = True
+                samp[at_prev] = True
                 inserted = n
                 self.last_full = None
             else:
-                for _, arr in self._plain:  # the rows into a new episode are padding
-                    arr[part, prev] = 0
+                lanes = np.flatnonzero(part)
+                pad = (lanes, at_prev[1]) if uniform else at_prev[part]
+                for _, arr in plain:  # the rows into a new episode are padding
+                    arr[pad] = 0
                 full = ~part
-                self._samp[:, prev] = full
+                samp[at_prev] = full
                 inserted = int(np.count_nonzero(full))
-                self._finish(np.flatnonzero(part))
+                self._finish(lanes)
                 self.last_full = full
-            step = self._step
             step += 1
             if part is not None:
                 step[part] = 1
-            self._steps[:, new] = step
+            steps[at_new] = step
         else:
-            if m:
-                for _, arr in self._plain:
-                    arr[:, prev] = 0
+            if grows:
+                for _, arr in plain:
+                    arr[at_prev] = 0
                 self._finish(self._all)
-            self._step[:] = 1
-            self._steps[:, new] = 1
+            step[:] = 1
+            steps[at_new] = 1
             self.last_full = np.zeros(n, dtype=bool)
         self._n_samp += inserted
-        self._um = m + 1
-        self._m[:] = self._um
+        m += 1
+        if uniform:
+            self._um += 1
+        if not self._filled:
+            self._filled = bool(m.all())
         return inserted
 
-    def _push_lanes(self, cast, state, full, part) -> int:
+    def _push_lanes(self, cast, state, full, part, restart=False) -> int:
         """Push to the lanes in ``full`` (a step) and ``part`` (a new episode), bool masks."""
         m, step, P = self._m, self._step, self._P
         empty = m == 0
         if (full & empty).any():
             self._refuse(_FULL, full & empty)
-        if (part & ~empty & (step == 1)).any():
+        if not restart and (part & ~empty & (step == 1)).any():
             self._refuse(_PARTIAL, part & ~empty & (step == 1))
         self._version += 1
         self._uniform = False
@@ -328,17 +375,20 @@ class RingLanes(LanedEpisodesBuffer):
         step[part] = 1
         self._steps[lanes, new] = step[lanes]
         m[lanes] += 1
+        self._filled = bool(m.all())
         self.last_full = full
         return int(f.size)
 
     def _finish(self, lanes) -> None:
         """The running episodes of ``lanes`` end: write their length over their entries."""
-        P = self._P
-        for lane in lanes:
+        P, lens = self._P, self._lens
+        for lane in lanes.tolist():
             step, m = int(self._step[lane]), int(self._m[lane])
             k = min(step, m)
-            if k:
-                self._lens[lane, (self._start[lane] + np.arange(m - k, m)) % P] = step - 1
+            a = (int(self._start[lane]) + m - k) % P  # the entries are a..a+k-1, mod P
+            b = min(a + k, P)
+            lens[lane, a:b] = step - 1
+            lens[lane, :a + k - b] = step - 1
 
     # -- bulk -----------------------------------------------------------------------------------
     def extend(self, lane: int, *, new_episode: bool = True, **columns) -> int:
@@ -400,6 +450,7 @@ class RingLanes(LanedEpisodesBuffer):
         self._m[lane] = m
         if m == 0:
             self._step[lane] = 0
+            self._filled = False
             return row
         prev = (self._start[lane] + m - 1) % self._P  # the new newest state leads nowhere yet
         if self._samp[lane, prev]:
@@ -425,6 +476,7 @@ class RingLanes(LanedEpisodesBuffer):
         self._m[lane] = m - 1
         if m == 1:
             self._step[lane] = 0
+            self._filled = False
         return row
 
     def _lane_row(self, lane: int, r: int) -> dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from trajectories.lanes import _NO_ROWS, LanedEpisodesBuffer
@@ -94,13 +96,31 @@ class _LanedPush:
         self.trajectory = trajectory
         self.push_row = container._push_row
 
-    def __call__(self, *, episode_start=None, lanes=None, **step) -> None:
-        n = self.push_row(step, episode_start, lanes)
+    def __call__(self, *, episode_start=None, lanes=None, restart=False, **step) -> None:
+        n = self.push_row(step, episode_start, lanes, restart)
         if n:
             full = self.push_row.__self__.last_full
-            data = step if full is None else {k: np.asarray(v)[full] if np.ndim(v) else v
-                                              for k, v in step.items()}
+            data = step if full is None else _StepsOnly(step, full)
             self.trajectory.controller.on_insert(n, data)
+
+
+class _StepsOnly(Mapping):
+    """The pushed values of the lanes that took a step, selected when a controller reads them
+    (most controllers only count)."""
+
+    __slots__ = ("step", "full")
+
+    def __init__(self, step, full):
+        self.step, self.full = step, full
+
+    def __getitem__(self, name):
+        return np.asarray(self.step[name])[self.full]
+
+    def __iter__(self):
+        return iter(self.step)
+
+    def __len__(self):
+        return len(self.step)
 
 
 class _LanedExtend:

@@ -50,6 +50,8 @@ def _lane_traces(traces, capacity):
 
 def _as_mask(value, n: int, what: str) -> np.ndarray:
     """A bool mask over the lanes from a mask or from lane indices."""
+    if type(value) is np.ndarray and value.dtype == np.bool_ and value.shape == (n,):
+        return value  # the common case, checked first: it comes with every vector step
     arr = np.asarray(value)
     if arr.dtype == np.bool_:
         if arr.shape != (n,):
@@ -132,6 +134,7 @@ class LanedEpisodesBuffer:
         self.last_full = None  # lanes the last push gave a step (None: every lane)
         self.inferred_from = None  # the state shape the lanes were guessed from, if they were
         self._kinds: dict[tuple, int] = {}
+        self._cast_plans: dict[tuple, tuple] = {}  # key set -> (name, exact dtypes, shape)
         self._version = 0  # bumped by every write: lane lengths, hence global rows, moved
         return traces
 
@@ -221,12 +224,29 @@ class LanedEpisodesBuffer:
 
     def _cast(self, row: dict) -> dict:
         """Every value as a ``(n_lanes, *frame)`` array the trace stores exactly, or raise."""
+        plan = self._cast_plans.get(tuple(row))
+        if plan is not None:  # the common case: arrays numpy's assignment stores exactly
+            out = {}
+            for name, exact, shape in plan:
+                value = row[name]
+                if type(value) is not np.ndarray or value.dtype not in exact \
+                        or value.shape != shape:
+                    return self._cast_slow(row)
+                out[name] = value
+            return out
+        return self._cast_slow(row)
+
+    def _cast_slow(self, row: dict) -> dict:
         n, out = self.n_lanes, {}
-        for name, value in row.items():
-            dtype, frame, exact = self._frame(name)
+        specs = [(name, *self._frame(name)) for name in row]
+        if all(dtype is not None for _, dtype, _, _ in specs) and len(self._cast_plans) < 64:
+            self._cast_plans[tuple(row)] = tuple((name, exact, (n, *frame))
+                                                 for name, _, frame, exact in specs)
+        for name, dtype, frame, exact in specs:
+            value = row[name]
             if type(value) is np.ndarray and value.dtype in exact \
                     and value.shape == (n, *frame):
-                out[name] = value  # the common case: numpy's assignment stores it exactly
+                out[name] = value
                 continue
             arr = np.asarray(value)
             if dtype is None:  # an elastic trace whose dtype its first value fixes
@@ -248,19 +268,23 @@ class LanedEpisodesBuffer:
             out[name] = coerce_frames(arr, dtype, frame, name)
         return out
 
-    def push(self, *, episode_start=None, lanes=None, **row) -> None:
+    def push(self, *, episode_start=None, lanes=None, restart=False, **row) -> None:
         """Push one value per lane (``_push_row`` returns how many lanes got a full step).
 
         Args:
             episode_start: lanes (bool mask or indices) where a new episode starts: they get
                 only the state-like values (``state``, ``legal_actions_mask``).
             lanes: the lanes that get anything (default: all); values still carry every lane.
-            **row: trace name -> array with a leading lane axis (a scalar fills every lane).
+            restart: a new episode may follow an episode that has no step yet (its lone first
+                state, e.g. a sub-env reset just before a run stopped, is then never sampled:
+                one EpisodesBuffer per lane drops it, lane-major rings keep it as an episode
+                without steps). Otherwise that raises, as in `EpisodesBuffer`.
+            **row: trace name -> array with a leading lane axis (one frame per lane).
 
         Everything is checked (names, shapes, dtypes, each lane's episode rules) before any
         lane is written.
         """
-        self._push_row(row, episode_start, lanes)
+        self._push_row(row, episode_start, lanes, restart)
 
     def _lane(self, lane) -> int:
         if isinstance(lane, bool) or not isinstance(lane, (int, np.integer)):

@@ -343,3 +343,22 @@ def test_laned_container_in_a_plain_trajectory():
     t.push(state=vector_step(0)["state"])
     t.push(**vector_step(1))
     assert t.sample()["next_state"][:, 1].tolist() == [1] * 8
+
+
+@pytest.mark.parametrize("make", STORAGES.values(), ids=STORAGES.keys())
+def test_restart_lets_a_lane_without_steps_start_again(make):
+    lb = make(sarts(), 2)
+    lb.push(state=np.array([[0, 0], [1, 0]]))
+    lb.push(**vector_step(1, n=2))
+    lb.push(**vector_step(2, n=2), episode_start=np.array([False, True]))  # lane 1: no step yet
+    assert lb.open_lanes().tolist() == [False, True]
+    with pytest.raises(ValueError, match="lane 1: a partial push right after a partial push"):
+        lb.push(state=np.array([[0, 5], [1, 5]]))
+    lb.push(state=np.array([[0, 5], [1, 5]]), restart=True)
+    lb.push(**vector_step(6, n=2))
+    rows = [(s.tolist(), n.tolist()) for s, n in zip(
+        lb.take("state", lb.sampleable_indices()), lb.take("next_state", lb.sampleable_indices()),
+        strict=True)]
+    assert rows == [([0, 0], [0, 1]), ([0, 1], [0, 2]), ([0, 5], [0, 6]),
+                    ([1, 0], [1, 1]), ([1, 5], [1, 6])]
+    assert lb.open_lanes().tolist() == [False, False]
