@@ -164,6 +164,7 @@ class GymVectorEnv(Env):
         self._terminated = np.zeros(n, dtype=bool)
         self._truncated = np.zeros(n, dtype=bool)
         self._episode_start = np.ones(n, dtype=bool)
+        self._any_start = True  # episode_start.any(), read by the Agent's push on every act
         self._done = np.zeros(n, dtype=bool)
         self._stepped = np.zeros(n, dtype=bool)
         self.info: dict[str, Any] = {}
@@ -184,6 +185,7 @@ class GymVectorEnv(Env):
         self._terminated = np.zeros(n, dtype=bool)
         self._truncated = np.zeros(n, dtype=bool)
         self._episode_start = np.ones(n, dtype=bool)
+        self._any_start = True
         self._done = np.zeros(n, dtype=bool)
         self._stepped = np.zeros(n, dtype=bool)
         self.info = info
@@ -200,7 +202,8 @@ class GymVectorEnv(Env):
         done = terminated | truncated
         if self._next_step:
             start = self._done  # the lanes that ended last step were only reset now
-            if start.any():
+            self._any_start = any_start = start.any()
+            if any_start:
                 # gymnasium already reports 0 / False there; a custom VectorEnv may not
                 reward = reward.copy()
                 reward[start] = 0.0
@@ -211,7 +214,8 @@ class GymVectorEnv(Env):
         else:
             start = done
             self._final_state = state
-            if done.any():
+            self._any_start = any_start = done.any()
+            if any_start:
                 final = state.copy()
                 final_obs = info["final_obs"]
                 for i in np.flatnonzero(done):

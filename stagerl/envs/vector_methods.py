@@ -52,36 +52,34 @@ def _push_agent_pre_episode_vector(agent: Agent, stage: PreEpisodeStage, env: Gy
     trajectory = agent._trajectory
     if isinstance(trajectory, Trajectory):
         split_lanes(trajectory, env.num_envs)
-    container = getattr(trajectory, "container", None)
-    open_lanes = getattr(container, "open_lanes", None)
-    if open_lanes is not None:
         # A run that stopped right after some lane's reset-only act left that lane a first
-        # state with no step; this run's reset replaces it.
-        for lane in np.flatnonzero(open_lanes()):
-            container.pop(int(lane))
-    trajectory.push(state=env.state)
+        # state with no step; this run's reset starts that lane again.
+        trajectory.push(state=env.state, restart=True)
+    else:
+        trajectory.push(state=env.state)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_agent_post_act_vector(agent: Agent, stage: PostActStage, env: GymVectorEnv, action):
     trajectory = agent._trajectory
-    start = env.episode_start
+    restarted = env._any_start  # most acts start no episode: no mask to pass then
+    start = env._episode_start
     if env._next_step:
-        if agent._completes_with_next_action and start.any():
+        if agent._completes_with_next_action and restarted:
             # The reset-only act's action was planned at the final state of the lane's episode.
             trajectory.push(next_action=action, lanes=start)
         trajectory.push(
-            state=env.state,
+            state=env._state,
             action=action,
-            reward=env.reward,
-            terminal=env.is_terminated,
-            episode_start=start,
+            reward=env._reward,
+            terminal=env._terminated,
+            episode_start=start if restarted else None,
         )
         return
     trajectory.push(
-        state=env.final_state, action=action, reward=env.reward, terminal=env.is_terminated
+        state=env.final_state, action=action, reward=env._reward, terminal=env._terminated
     )
-    if start.any():
+    if restarted:
         if agent._completes_with_next_action:
             final = copy.copy(env)  # the same env, seen at its lanes' final states
             final._state = env.final_state
