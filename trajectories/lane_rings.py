@@ -97,6 +97,10 @@ class RingLanes(LanedEpisodesBuffer):
         flat = [a.reshape(n * P, *a.shape[2:]) for a in (self._states, self._samp, self._steps)]
         self._states_f, self._samp_f, self._steps_f = flat
         self._plain_f = [(name, a.reshape(n * P, *a.shape[2:])) for name, a in self._plain]
+        self._lens_f = self._lens.reshape(n * P)
+        self._flat_where = {name: (arr.reshape(n * P, *arr.shape[2:]), off)
+                            for name, (arr, off) in self._where.items()}
+        self._offsets_at = (-1, None)
         self._reset_geometry()
 
     def _reset_geometry(self) -> None:
@@ -127,32 +131,53 @@ class RingLanes(LanedEpisodesBuffer):
         return self._rows().tolist()
 
     def _offsets(self) -> np.ndarray:
-        return np.concatenate(([0], np.cumsum(self._rows())))
+        cached = self._offsets_at
+        if cached[0] != self._version:  # lane lengths change only with writes
+            cached = self._offsets_at = (self._version,
+                                         np.concatenate(([0], np.cumsum(self._rows()))))
+        return cached[1]
 
     # -- reads ----------------------------------------------------------------------------------
-    def _phys(self, idx, off: int = 0):
-        lane, r = self.lane_of(idx)
-        return lane, r, (self._start[lane] + r + off) % self._P
+    def _located_rows(self, idx):
+        """``(lane, local row, position of the row's state)`` for global rows ``idx``."""
+        rows = np.asarray(idx, dtype=np.int64)
+        if self._uniform and self._um > 1:  # every lane holds the same number of rows
+            per_lane = self._um - 1
+            lane = rows // per_lane
+            np.minimum(lane, self.n_lanes - 1, out=lane)  # the row past the end: the last lane
+            r = rows - lane * per_lane
+            return lane, r, r + self._us
+        lane, r = self.lane_of(rows)
+        return lane, r, self._start[lane] + r
+
+    def _flat(self, idx, off: int = 0):
+        """Flat positions (``lane * P + position``) of global rows ``idx``, shifted by ``off``
+        (1 for the right name of the state multiplex)."""
+        lane, _, pos = self._located_rows(idx)
+        if off:
+            pos += off
+        pos %= self._P
+        lane *= self._P
+        pos += lane
+        return pos
 
     def take(self, name: str, idx) -> np.ndarray:
         """Column ``name`` at global rows ``idx`` (any shape; the result keeps it)."""
-        arr, off = self._where[name]
-        lane, _, pos = self._phys(idx, off)
-        return arr[lane, pos]
+        flat_view, off = self._flat_where[name]
+        return flat_view.take(self._flat(idx, off), axis=0)
 
     def is_sampleable_at(self, idx) -> np.ndarray:
-        lane, _, pos = self._phys(idx)
-        return self._samp[lane, pos]
+        return self._samp_f.take(self._flat(idx))
 
     def step_number_at(self, idx) -> np.ndarray:
-        lane, _, pos = self._phys(idx)
-        return self._steps[lane, pos]
+        return self._steps_f.take(self._flat(idx))
 
     def episode_length_at(self, idx) -> np.ndarray:
-        lane, r, pos = self._phys(idx)
+        lane, r, pos = self._located_rows(idx)
         m, step = self._m[lane], self._step[lane]
         current = r >= m - np.minimum(step, m)  # entries of the episode still running
-        return np.where(current, step - 1, self._lens[lane, pos])
+        lens = self._lens_f.take(pos % self._P + lane * self._P)
+        return np.where(current, step - 1, lens)
 
     @property
     def n_sampleable(self) -> int:
