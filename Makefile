@@ -24,6 +24,7 @@ bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -c constraints/cpu.txt '.[bench]'
 	$(PY) benchmarks/trajectories.py
 	$(PY) benchmarks/loop.py
+	$(PY) benchmarks/vector.py
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check stagerl trajectories tests benchmarks examples
