@@ -1,9 +1,9 @@
-"""`LanedEpisodesBuffer`: one `EpisodesBuffer` per lane (sub-env), seen as one container.
+"""`LanedEpisodesBuffer`: the episodes of each lane (sub-env) apart, seen as one container.
 
 A vector env steps ``n`` sub-envs at once. Storing their steps interleaved in one buffer would
-pair states of two sub-envs in one transition; instead every lane keeps its own episodes in its
-own `EpisodesBuffer`, and the lanes are presented to samplers as one container whose rows are
-the lanes' rows one lane after the other (a *global* row index)::
+pair states of two sub-envs in one transition; instead every lane keeps its own episodes, with
+the bookkeeping of an `EpisodesBuffer` (DESIGN §8), and the lanes are presented to samplers as
+one container whose rows are the lanes' rows one lane after the other (a *global* row index)::
 
     lane 0 rows  a0 a1 a2        lane 1 rows  b0 b1         lane 2 rows  c0 c1 c2 c3
     global row    0  1  2                      3  4                       5  6  7  8
@@ -15,6 +15,11 @@ by the ring, so a window that stays inside an episode never crosses into the nex
 
 The total capacity is split evenly: each lane holds ``ceil(capacity / n_lanes)`` rows, as
 SB3's ``buffer_size`` covers all envs.
+
+Two storages share this interface (``LanedEpisodesBuffer(traces, n)`` picks one): lane-major
+rings for plain ring layouts with one state multiplex (`lane_rings.RingLanes`: one numpy write
+per trace for all lanes), and one `EpisodesBuffer` per lane for any other layout
+(`lane_episodes.PerLaneEpisodes`).
 """
 
 from __future__ import annotations
@@ -72,7 +77,17 @@ class LanedEpisodesBuffer:
 
     ``push`` takes one value per lane (a leading lane axis). Lanes flagged in
     ``episode_start`` get a partial push of the state-like values (a new episode starts there);
-    the other lanes a full push (a step). ``lanes`` restricts a push to some lanes.
+    the other lanes a full push (a step). ``lanes`` restricts a push to some lanes. Each lane
+    follows the rules of `EpisodesBuffer`, and a push that breaks them in any lane, or a value
+    of the wrong shape or dtype, raises before any lane is written.
+
+    Samplers see the container interface of `EpisodesBuffer` over global rows (``len``,
+    ``[name]``, ``take``, ``is_sampleable_at``, ``step_number_at``, ``episode_length_at``,
+    ``n_sampleable``, ``sampleable_indices()``, and ``sampleable_inds``, ``step_numbers``,
+    ``episodes_lengths`` with one entry per row), plus ``episode_rows()`` (the sampleable rows of
+    each episode, lane by lane). Per lane: ``extend(lane, ...)``, ``pop(lane)``,
+    ``popleft(lane)``, ``lane_lengths()``, ``lane_of(rows)``; ``clear()`` empties every lane.
+    Prioritized traces are refused (one key space over the lanes is not built yet).
 
     Args:
         traces: empty traces that describe one lane's layout and the *total* capacity (each
