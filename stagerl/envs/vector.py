@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
 from stagerl.envs.base import Env
 
@@ -144,6 +144,7 @@ class GymVectorEnv(Env):
                 f"{env_or_id!r} of type {type(env_or_id).__name__}"
             )
         self.env = env
+        self._fresh_obs = type(env) in (SyncVectorEnv, AsyncVectorEnv) and env.copy is True
         self.autoreset_mode = _autoreset_mode(env)
         self._next_step = self.autoreset_mode == AutoresetMode.NEXT_STEP
         if not isinstance(env.single_observation_space, _ARRAY_SPACES):
@@ -195,7 +196,9 @@ class GymVectorEnv(Env):
         if not self._action_batch_checked:
             self._check_batch(action)
         obs, reward, terminated, truncated, info = self.env.step(action)
-        state = np.array(obs)  # a copy the next step cannot touch (also for copy=False envs)
+        # A copy the next step cannot touch: gymnasium's own vector envs hand one out already
+        # unless built with copy=False; anything else (wrappers, custom envs) is copied here.
+        state = obs if self._fresh_obs else np.array(obs)
         reward = np.asarray(reward, dtype=np.float64)
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)

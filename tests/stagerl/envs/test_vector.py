@@ -100,6 +100,18 @@ def test_state_is_a_copy_for_copy_false_envs():
     first = env.state
     env.act([0, 0])
     assert lanes(first) == [(0, 0, 0), (1, 0, 0)]
+    second = env.state
+    env.act([0, 0])
+    assert lanes(second) == [(0, 0, 1), (1, 0, 1)]
+
+
+def test_states_of_a_copying_env_stay_as_they_were():
+    env = GymVectorEnv(scripted_vector_env((3, 3)))  # copy=True: gymnasium copies already
+    env.reset()
+    env.act([0, 0])
+    first = env.state
+    env.act([0, 0])
+    assert lanes(first) == [(0, 0, 1), (1, 0, 1)] and first is not env.state
 
 
 def test_seeding_per_sub_env():
