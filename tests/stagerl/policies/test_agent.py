@@ -1,0 +1,111 @@
+"""Agent(policy, trajectory): its default pushes, truncation, SARTSA completion, reproducibility."""
+
+import numpy as np
+import pytest
+
+import stagerl as rl
+
+
+def _cartpole_agent(capacity=100, sampler=None):
+    traces = rl.CircularArraySARTSTraces(capacity=capacity, state=(np.float32, (4,)))
+    return rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(traces, sampler))
+
+
+def test_agent_is_an_instance_of_its_inferred_parametric_type():
+    agent = _cartpole_agent()
+    assert isinstance(agent, rl.Agent[rl.RandomPolicy, rl.Trajectory])
+    assert isinstance(agent, rl.Agent[rl.RandomPolicy, object])
+    assert not isinstance(agent, rl.Agent[rl.QBasedPolicy, object])
+    assert isinstance(agent, rl.Policy)
+
+
+def test_policy_and_trajectory_are_read_only():
+    agent = _cartpole_agent()
+    with pytest.raises(AttributeError):
+        agent.policy = rl.RandomPolicy()
+    with pytest.raises(AttributeError):
+        agent.trajectory = None
+
+
+def test_a_trajectory_without_push_is_refused_with_the_fix():
+    with pytest.raises(TypeError, match="CircularArraySARTSTraces"):
+        rl.Agent(rl.RandomPolicy(), object())
+
+
+def test_time_limited_gym_episode_stores_its_last_step_bootstrapped_and_samples_it():
+    # CartPole cut at 3 steps by gymnasium's TimeLimit: episodes end truncated, never terminated
+    # (a pole never falls within 3 steps).
+    env = rl.GymEnv("CartPole-v1", seed=0, max_episode_steps=3)
+    agent = _cartpole_agent(sampler=rl.BatchSampler(2000, rng=0))
+    hook = rl.run(agent, env, rl.StopAfterNEpisodes(4, progress=False), rl.StepsPerEpisode())
+    assert hook.steps == [3, 3, 3, 3]
+
+    container = agent.trajectory.container
+    # 4 episodes of 3 steps: 4 * 4 states; boundary rows 3, 7, 11 are padding; the last state
+    # (row 15) has no transition yet.
+    assert len(container) == 15
+    assert container.sampleable_inds.astype(int).tolist() == [1, 1, 1, 0] * 3 + [1, 1, 1, 0]
+    assert not container["terminal"].any()  # truncated, so stored as a normal transition
+    assert container.step_numbers.tolist() == [1, 2, 3, 4] * 4
+
+    batch = agent.trajectory.sample()
+    rows = set()
+    for s, s2 in zip(batch["state"], batch["next_state"]):
+        i = int(np.flatnonzero((container["state"] == s).all(axis=1))[0])
+        rows.add(i)
+        np.testing.assert_array_equal(container["next_state"][i], s2)
+    assert {2, 6, 10, 14} <= rows  # each episode's truncated last step is sampled
+    assert not rows & {3, 7, 11}  # a boundary row never is
+    assert not batch["terminal"].any()
+
+
+def test_terminated_episode_stores_terminal_true_on_its_last_step_only():
+    env = rl.FixedLengthEnv(length=3)
+    traces = rl.CircularArraySARTSTraces(capacity=20)
+    agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(traces))
+    rl.run(agent, env, rl.StopAfterNEpisodes(2, progress=False))
+    assert agent.trajectory.container["terminal"].tolist() == [0, 0, 1, 0, 0, 0, 1]
+    assert agent.trajectory.container["state"].tolist() == [0, 1, 2, 3, 0, 1, 2]
+    assert agent.trajectory.container["next_state"].tolist() == [1, 2, 3, 0, 1, 2, 3]
+
+
+def test_sartsa_agent_completes_every_episode_with_the_action_planned_at_its_final_state():
+    class Alternating(rl.Policy):
+        def __init__(self):
+            self.n = 0
+
+    @rl.plan.dispatch
+    def plan(policy: Alternating, env: rl.Env):
+        policy.n += 1
+        return policy.n % 2
+
+    traces = rl.CircularArraySARTSATraces(capacity=20)
+    agent = rl.Agent(Alternating(), rl.Trajectory(traces))
+    rl.run(agent, rl.FixedLengthEnv(length=2), rl.StopAfterNEpisodes(2, progress=False))
+    container = agent.trajectory.container
+    # plans: 1, 0 (steps of episode 1), 1 (its final state), 0, 1 (episode 2), 0 (final)
+    # One action multiplex: the completion (the plan at episode 1's final state) is row 1's
+    # next_action and so shows as row 2's action, row 2 being the boundary row.
+    assert container["action"].tolist() == [1, 0, 1, 0, 1]
+    assert container["next_action"].tolist() == [0, 1, 0, 1, 0]
+    assert container.sampleable_inds.astype(int).tolist() == [1, 1, 0, 1, 1, 0]
+    assert agent.policy.n == 6  # one plan more per episode, at its final state
+
+
+def test_same_seed_gives_the_same_learning_run_twice():
+    def learning_run(seed):
+        learner = rl.TDLearner(rl.TabularQApproximator(7, 2), gamma=0.9, lr=0.5)
+        explorer = rl.EpsilonGreedyExplorer(0.1, decay_steps=200, rng=seed)
+        traces = rl.CircularArraySARTSTraces(capacity=50)
+        agent = rl.Agent(rl.QBasedPolicy(learner, explorer),
+                         rl.Trajectory(traces, rl.BatchSampler(8, rng=seed)))
+        hook = rl.run(agent, rl.RandomWalk1D(), rl.StopAfterNSteps(500, progress=False),
+                      rl.TotalRewardPerEpisode())
+        return hook.rewards, learner.approximator.table.copy()
+
+    rewards_a, table_a = learning_run(3)
+    rewards_b, table_b = learning_run(3)
+    rewards_c, _ = learning_run(4)
+    assert rewards_a == rewards_b
+    np.testing.assert_array_equal(table_a, table_b)
+    assert rewards_a != rewards_c
