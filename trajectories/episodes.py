@@ -43,6 +43,37 @@ __all__ = ["EpisodesBuffer"]
 # Where the last episode stands; a full step is allowed from _STARTED on (one comparison).
 _EMPTY, _COMPLETED, _STARTED, _STEPPING = range(4)
 _PARTIAL, _FULL, _COMPLETION = range(3)
+
+
+def classify_push(keys: tuple, slot_of: dict, slots: tuple, state_like: set,
+                  completion: str | None) -> int:
+    """What a push of ``keys`` is: an episode's first state (``_PARTIAL``), a whole step
+    (``_FULL``) or a ``next_action`` completion (``_COMPLETION``); raises for anything else.
+
+    ``slot_of`` maps each trace name to its slot, ``slots`` lists the names of each slot,
+    ``state_like`` holds the slots a new episode starts with. Shared with the laned buffers.
+    """
+    seen = {}
+    for k in keys:
+        if k not in slot_of:
+            raise TraceKeyError(f"unknown trace {k!r}; the traces are "
+                                f"{tuple(name for slot in slots for name in slot)}")
+        i = slot_of[k]
+        if i in seen:
+            raise ValueError(f"got both {seen[i]!r} and {k!r}, two names of one "
+                             f"multiplexed trace; push only one of them")
+        seen[i] = k
+    if completion is not None and keys == (completion,):
+        return _COMPLETION
+    if len(seen) == len(slots):
+        return _FULL
+    if seen and set(seen) <= state_like:
+        return _PARTIAL
+    missing = [slots[i][0] for i in range(len(slots)) if i not in seen]
+    starts = [slots[i][0] for i in sorted(state_like)]
+    raise TraceKeyError(
+        f"push got {list(keys)} but is missing {missing}: a step pushes every trace "
+        f"({[slot[0] for slot in slots]}); an episode starts with only {starts}")
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
@@ -110,27 +141,7 @@ class EpisodesBuffer:
     def _classify(self, keys: tuple) -> int:
         if keys in self._kinds:
             return self._kinds[keys]
-        seen = {}
-        for k in keys:
-            if k not in self._slot_of:
-                raise TraceKeyError(f"unknown trace {k!r}; the traces are {self.keys()}")
-            i = self._slot_of[k]
-            if i in seen:
-                raise ValueError(f"got both {seen[i]!r} and {k!r}, two names of one "
-                                 f"multiplexed trace; push only one of them")
-            seen[i] = k
-        if self._completion is not None and keys == (self._completion,):
-            kind = _COMPLETION
-        elif len(seen) == self._n_slots:
-            kind = _FULL
-        elif set(seen) <= self._state_like and seen:
-            kind = _PARTIAL
-        else:
-            missing = [self._slots[i][0] for i in range(self._n_slots) if i not in seen]
-            starts = [self._slots[i][0] for i in sorted(self._state_like)]
-            raise TraceKeyError(
-                f"push got {list(keys)} but is missing {missing}: a step pushes every trace "
-                f"({[s[0] for s in self._slots]}); an episode starts with only {starts}")
+        kind = classify_push(keys, self._slot_of, self._slots, self._state_like, self._completion)
         if len(self._kinds) < 64:
             self._kinds[keys] = kind
         return kind

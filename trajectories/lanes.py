@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from trajectories._casting import TraceKeyError, coerce_frames
-from trajectories.episodes import EpisodesBuffer
+from trajectories._casting import coerce_frames
+from trajectories.episodes import EpisodesBuffer, classify_push
 from trajectories.normalization import NormalizedTraces
 from trajectories.prioritized import CircularPrioritizedTraces
 
@@ -191,25 +191,7 @@ class LanedEpisodesBuffer:
         return kind
 
     def _classify(self, keys: tuple) -> int:
-        seen = {}
-        for k in keys:
-            if k not in self._slot_of:
-                raise TraceKeyError(f"unknown trace {k!r}; the traces are {self._keys}")
-            i = self._slot_of[k]
-            if i in seen:
-                raise ValueError(f"got both {seen[i]!r} and {k!r}, two names of one "
-                                 f"multiplexed trace; push only one of them")
-            seen[i] = k
-        if self._completion is not None and keys == (self._completion,):
-            return _COMPLETION
-        if len(seen) == len(self._slots):
-            return _FULL
-        if seen and set(seen) <= self._state_like:
-            return _PARTIAL
-        missing = [self._slots[i][0] for i in range(len(self._slots)) if i not in seen]
-        starts = [self._slots[i][0] for i in sorted(self._state_like)]
-        raise TraceKeyError(f"push got {list(keys)} but is missing {missing}: a step pushes "
-                            f"every trace; an episode starts with only {starts}")
+        return classify_push(keys, self._slot_of, self._slots, self._state_like, self._completion)
 
     def _allowed(self, kind: int, phase: int) -> bool:
         if kind == _FULL:
