@@ -27,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from trajectories._casting import coerce_frames
-from trajectories.episodes import EpisodesBuffer, classify_push
+from trajectories._push_kinds import _COMPLETION, _FULL, _PARTIAL, classify_push
+from trajectories.episodes import EpisodesBuffer
 from trajectories.normalization import NormalizedTraces
 from trajectories.prioritized import CircularPrioritizedTraces
 
@@ -36,7 +37,6 @@ __all__ = ["LanedEpisodesBuffer"]
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 # Kinds of push and where a lane's last episode stands: the rules of `EpisodesBuffer` (DESIGN
 # §8), mirrored here so that every lane is checked before any lane is written.
-_PARTIAL, _FULL, _COMPLETION = range(3)
 _EMPTY, _STARTED, _STEPPING, _COMPLETED = range(4)
 _AFTER = {_PARTIAL: _STARTED, _FULL: _STEPPING, _COMPLETION: _COMPLETED}
 
