@@ -21,10 +21,11 @@ test: $(VENV)/.installed
 	$(PY) -m pytest -m "not slow" -q
 
 bench: $(VENV)/.installed
-	$(PY) -m pip install --quiet -c constraints/cpu.txt '.[bench]'
+	$(PY) -m pip install --quiet -c constraints/cpu.txt -e '.[bench]'
 	$(PY) benchmarks/trajectories.py
 	$(PY) benchmarks/loop.py
 	$(PY) benchmarks/vector.py
+	$(PY) benchmarks/gym_env.py
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check stagerl trajectories tests benchmarks examples
