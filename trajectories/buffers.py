@@ -36,6 +36,7 @@ from trajectories._casting import as_shape, coerce_frame, coerce_frames, fast_ta
 
 __all__ = ["CircularArrayBuffer", "ElasticArrayBuffer"]
 
+
 def _capacity(capacity) -> int:
     if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)):
         raise TypeError(f"capacity must be an int, got capacity={capacity!r}")
@@ -49,6 +50,24 @@ def _dtype(dtype) -> np.dtype:
         return np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"dtype must be a numpy dtype, got dtype={dtype!r}") from e
+
+
+def logical_indices(key, n: int, what: str) -> np.ndarray:
+    """``key`` (a slice, a bool mask or an int array, negatives from the end) as int64 logical
+    indices into ``n`` items; out of range raises IndexError naming ``what`` ("frames", "rows")."""
+    if isinstance(key, slice):
+        return np.arange(n, dtype=np.int64)[key]
+    idx = np.asarray(key)
+    if idx.dtype == np.bool_:
+        if idx.shape != (n,):
+            raise IndexError(f"boolean index of shape {idx.shape} for {n} {what}")
+        return np.flatnonzero(idx)
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"{what} are indexed by int, slice or int array, got {key!r}")
+    idx = idx.astype(np.int64)
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"index {key!r} out of range for {n} {what}")
+    return np.where(idx < 0, idx + n, idx)
 
 
 class _FrameBuffer:
@@ -77,29 +96,13 @@ class _FrameBuffer:
         """Frames at logical indices ``idx`` (valid int64 array); shape ``idx.shape + frame``."""
         return self._data[self._phys(idx)]
 
-    def _index_array(self, i) -> np.ndarray:
-        n = self._len
-        if isinstance(i, slice):
-            return np.arange(n, dtype=np.int64)[i]
-        idx = np.asarray(i)
-        if idx.dtype == np.bool_:
-            if idx.shape != (n,):
-                raise IndexError(f"boolean index of shape {idx.shape} for {n} frames")
-            return np.flatnonzero(idx)
-        if idx.dtype.kind not in "iu":
-            raise IndexError(f"frames are indexed by int, slice or int array, got {i!r}")
-        idx = idx.astype(np.int64)
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise IndexError(f"index {i!r} out of range for {n} frames")
-        return np.where(idx < 0, idx + n, idx)
-
     def __getitem__(self, i):
         if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
             n = self._len
             if not -n <= i < n:
                 raise IndexError(f"index {i} out of range for {n} frames")
             return self._data[self._phys(i + n if i < 0 else i)].copy()
-        return self.take(self._index_array(i))
+        return self.take(logical_indices(i, self._len, "frames"))
 
     def __array__(self, dtype=None, copy=None):
         out = self.take(np.arange(self._len, dtype=np.int64))

@@ -40,7 +40,7 @@ import numpy as np
 
 from trajectories._casting import TraceKeyError
 from trajectories._fastpush import compile_push
-from trajectories.buffers import ElasticArrayBuffer, _capacity, _FrameBuffer
+from trajectories.buffers import ElasticArrayBuffer, _capacity, _FrameBuffer, logical_indices
 
 __all__ = ["Trace", "Traces", "MultiplexTraces"]
 
@@ -204,7 +204,7 @@ class Traces:
                 raise IndexError(f"row {key} out of range for {n} rows")
             i = key + n if key < 0 else key
             return {name: buf[i + off] for name, (_, buf, off) in self._where.items()}
-        idx = _row_indices(key, n)
+        idx = logical_indices(key, n, "rows")
         return {name: self.take(name, idx) for name in self._names}
 
     def __iter__(self):
@@ -339,22 +339,6 @@ class Traces:
     def __repr__(self) -> str:
         cols = ", ".join("/".join(s) for s in self.slots)
         return f"{type(self).__name__}({cols}; len={len(self)}, capacity={self.capacity})"
-
-
-def _row_indices(key, n) -> np.ndarray:
-    if isinstance(key, slice):
-        return np.arange(n, dtype=np.int64)[key]
-    idx = np.asarray(key)
-    if idx.dtype == np.bool_:
-        if idx.shape != (n,):
-            raise IndexError(f"boolean row index of shape {idx.shape} for {n} rows")
-        return np.flatnonzero(idx)
-    if idx.dtype.kind not in "iu":
-        raise IndexError(f"rows are indexed by int, slice or int array, got {key!r}")
-    idx = idx.astype(np.int64)
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        raise IndexError(f"row index {key!r} out of range for {n} rows")
-    return np.where(idx < 0, idx + n, idx)
 
 
 class MultiplexTraces(Traces):
