@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from trajectories.wrapped import WrappedTraces
+
 
 class Normalizer:
     """An element-wise running mean and sample standard deviation (ddof=1).
@@ -104,7 +106,7 @@ class Normalizer:
         self.count, self._mean, self._m2 = 0, None, None
 
 
-class NormalizedTraces:
+class NormalizedTraces(WrappedTraces):
     """Traces whose named columns are read normalised by running statistics.
 
     Every value pushed to a normalised name (``push``, ``append``, and the given values of
@@ -130,8 +132,7 @@ class NormalizedTraces:
     """
 
     def __init__(self, traces, **normalizers):
-        if not hasattr(traces, "keys") or not hasattr(traces, "slots"):
-            raise TypeError(f"NormalizedTraces wraps traces, got {type(traces).__name__}")
+        super().__init__(traces)
         keys = tuple(traces.keys())
         if not normalizers:
             normalizers = {k: Normalizer() for k in ("reward", "state") if k in keys}
@@ -148,7 +149,6 @@ class NormalizedTraces:
                 raise ValueError(f"{slot} share one stored column; give one Normalizer for them")
             for norm in given.values():
                 by_name.update(dict.fromkeys(slot, norm))
-        self.traces = traces
         self.normalizers = by_name
         self._frame_shapes = {}
 
@@ -165,17 +165,6 @@ class NormalizedTraces:
     # -- what stays as it is ----------------------------------------------------------------
     def keys(self):
         return self.traces.keys()
-
-    @property
-    def slots(self):
-        return self.traces.slots
-
-    @property
-    def capacity(self):
-        return self.traces.capacity
-
-    def __len__(self) -> int:
-        return len(self.traces)
 
     def pop(self):
         return self._normalized(self.traces.pop())

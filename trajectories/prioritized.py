@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from trajectories.sumtree import SumTree
+from trajectories.wrapped import WrappedTraces
 
 __all__ = ["SumTree", "CircularPrioritizedTraces"]
 
 
-class CircularPrioritizedTraces:
+class CircularPrioritizedTraces(WrappedTraces):
     """Traces with a ``key`` and a ``priority`` for every stored row, for prioritised replay.
 
     Keys are consecutive integers from 0, one per stored row: every push that adds a row to the
@@ -42,8 +43,7 @@ class CircularPrioritizedTraces:
     """
 
     def __init__(self, traces, default_priority: float = 1.0):
-        if not hasattr(traces, "keys") or not hasattr(traces, "slots"):
-            raise TypeError(f"CircularPrioritizedTraces wraps traces, got {type(traces).__name__}")
+        super().__init__(traces)
         capacity = getattr(traces, "capacity", None)
         if not isinstance(capacity, (int, np.integer)) or capacity <= 0:
             raise ValueError(f"CircularPrioritizedTraces needs bounded traces, "
@@ -53,7 +53,6 @@ class CircularPrioritizedTraces:
         clash = {"key", "priority"} & set(traces.keys())
         if clash:
             raise ValueError(f"traces already have {sorted(clash)}; those names are the wrapper's")
-        self.traces = traces
         self.default_priority = float(default_priority)
         self.priorities = SumTree(int(capacity))
         self._is_pad = np.zeros(int(capacity), dtype=bool)  # by the tree's physical slot
@@ -70,17 +69,8 @@ class CircularPrioritizedTraces:
     def keys(self):
         return ("key", "priority") + tuple(self.traces.keys())
 
-    @property
-    def slots(self):
-        # key and priority are written by the wrapper, never pushed: not slots of a push
-        return self.traces.slots
-
-    @property
-    def capacity(self):
-        return self.traces.capacity
-
-    def __len__(self) -> int:
-        return len(self.traces)
+    # slots (forwarded by WrappedTraces): key and priority are written by the wrapper, never
+    # pushed, so they are not slots of a push
 
     @property
     def first_key(self) -> int:
