@@ -18,6 +18,7 @@ from stagerl.core.stages import (
     Stage,
 )
 from stagerl.core.hooks_base import ComposedHook, Hook
+from stagerl.core.episodes import Episode, EpisodeHook, EpisodeTracker
 from stagerl.core.hooks import (
     DoEveryNEpisodes,
     DoEveryNSteps,
@@ -40,14 +41,14 @@ from stagerl.core.stop_conditions import (
     StopSignal,
 )
 from stagerl.core.reset_conditions import ResetAfterNSteps, ResetCondition, ResetIfEnvTerminated
-from stagerl.envs.base import Env
+from stagerl.core.env import Env, VectorEnv
+from stagerl.core.policy import Policy
 from stagerl.envs.vector import GymVectorEnv
 from stagerl.envs.gym import GymEnv
 from stagerl.envs.random_walk import RandomWalk1D
 from stagerl.envs.toy import FixedLengthEnv
 from stagerl.envs.checker import EnvCheckError, check_env
-from stagerl.policies.base import Policy
-from stagerl.policies.agent import Agent
+from stagerl.policies.agent import Agent, record_step
 from stagerl.policies.explorers import (
     EpsilonGreedyExplorer,
     Explorer,
@@ -64,8 +65,6 @@ from stagerl.policies.q_based import QBasedPolicy
 from stagerl.utils.returns import discount_rewards, generalized_advantage_estimation
 from stagerl.policies.random_policy import RandomPolicy
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
-from stagerl.core import vector_hooks as _vector_hooks  # registers per-sub-env hook methods
-from stagerl.envs import vector_methods as _vector_methods  # Agent, RandomPolicy on vector envs
 from stagerl.core.run import Experiment, run
 
 __all__ = [
@@ -85,6 +84,9 @@ __all__ = [
     # hooks
     "Hook",
     "ComposedHook",
+    "EpisodeHook",
+    "Episode",
+    "EpisodeTracker",
     "EmptyHook",
     "StepsPerEpisode",
     "RewardsPerEpisode",
@@ -111,6 +113,7 @@ __all__ = [
     "Experiment",
     # envs
     "Env",
+    "VectorEnv",
     "GymVectorEnv",
     "GymEnv",
     "RandomWalk1D",
@@ -120,6 +123,7 @@ __all__ = [
     # policies
     "Policy",
     "Agent",
+    "record_step",
     # explorers, approximators, learning utilities
     "Explorer",
     "EpsilonGreedyExplorer",

@@ -74,7 +74,8 @@ class InsertSampleRatioController:
 
 @dataclass
 class EpisodeSampleRatioController:
-    """`InsertSampleRatioController` on finished episodes: ``terminal`` rows inserted.
+    """`InsertSampleRatioController` on finished episodes: steps inserted with ``terminal`` or
+    ``truncated`` set (a time limit ends an episode too; see `Trajectory.push`).
 
     Example:
         >>> c = EpisodeSampleRatioController(ratio=1.0, threshold=1)
@@ -96,8 +97,12 @@ class EpisodeSampleRatioController:
 
     def on_insert(self, n: int, data=None) -> None:
         _count(n)
-        if data is not None and "terminal" in data:
-            self.n_episodes += int(np.count_nonzero(data["terminal"]))
+        if data is None:
+            return
+        ended = np.asarray(data["terminal"], dtype=bool) if "terminal" in data else False
+        if "truncated" in data:
+            ended = ended | np.asarray(data["truncated"], dtype=bool)
+        self.n_episodes += int(np.count_nonzero(ended))
 
     def on_sample(self) -> bool:
         if self.n_episodes >= self.threshold and \

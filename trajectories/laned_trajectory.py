@@ -97,7 +97,10 @@ class _LanedPush:
         self.push_row = container._push_row
 
     def __call__(self, *, episode_start=None, lanes=None, restart=False, **step) -> None:
-        n = self.push_row(step, episode_start, lanes, restart)
+        row = step
+        if "truncated" in step and "truncated" not in self.push_row.__self__.keys():
+            row = {k: v for k, v in step.items() if k != "truncated"}  # the controller's alone
+        n = self.push_row(row, episode_start, lanes, restart)
         if n:
             full = self.push_row.__self__.last_full
             data = step if full is None else _StepsOnly(step, full)

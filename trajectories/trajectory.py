@@ -60,7 +60,7 @@ class Trajectory:
     controller: object = None
     n_lanes: object = None
     _handlers: dict = field(init=False, repr=False)
-    _new_handler: object = field(init=False, repr=False)
+    _container_handler: object = field(init=False, repr=False)
 
     def __post_init__(self):
         c = self.container
@@ -79,16 +79,35 @@ class Trajectory:
                                 f"{type(getattr(self, name)).__name__}")
         # The per-step path: the container's handler per key set, looked up here directly.
         if isinstance(c, EpisodesBuffer):
-            self._handlers, self._new_handler = c._handlers, c._handler
+            self._handlers, self._container_handler = c._handlers, c._handler
         else:
-            self._handlers, self._new_handler = {}, lambda keys: c._push_row
+            self._handlers, self._container_handler = {}, lambda keys: c._push_row
         # Vector envs: split into lanes now when told (n_lanes=), else at the first push when it
         # carries one state per sub-env. Only instance attributes change: `push` stays as is.
         watch_lanes(self)
 
+    def _new_handler(self, keys: tuple):
+        """The container's push handler for ``keys``; ``truncated`` is the controller's alone
+        (unless the traces store it): the handler drops it before the container sees the step."""
+        if "truncated" not in keys or "truncated" in self.container.keys():
+            return self._container_handler(keys)
+        inner = self._container_handler(tuple(k for k in keys if k != "truncated"))
+
+        def handler(step):
+            return inner({k: v for k, v in step.items() if k != "truncated"})
+
+        if len(self._handlers) < 64:
+            self._handlers[keys] = handler
+        return handler
+
     def push(self, **step) -> None:
         """Push one step, an episode's first state or ``next_action`` (see `EpisodesBuffer`);
-        a full step counts one insert with the controller (``on_insert(1, step)``)."""
+        a full step counts one insert with the controller (``on_insert(1, step)``).
+
+        ``truncated=True`` with a step says a time limit ended the episode there: the
+        controller sees it (an `EpisodeSampleRatioController` counts the episode as finished),
+        the transition stays bootstrapped (``terminal`` is what it is), and nothing is stored
+        unless the traces have a ``truncated`` trace."""
         handler = self._handlers.get(tuple(step))
         if handler is None:
             handler = self._new_handler(tuple(step))

@@ -20,7 +20,15 @@ from __future__ import annotations
 
 import plum
 
-__all__ = ["dispatch", "push", "plan", "optimise", "MissingMethodError", "DEFAULT_PRECEDENCE"]
+__all__ = [
+    "dispatch",
+    "push",
+    "plan",
+    "optimise",
+    "MissingMethodError",
+    "DEFAULT_PRECEDENCE",
+    "forwarding",
+]
 
 #: The precedence of every default and fallback method stagerl registers.
 DEFAULT_PRECEDENCE = -1
@@ -39,6 +47,18 @@ class MissingMethodError(plum.NotFoundLookupError):
         return self.message
 
     __repr__ = __str__
+
+
+def forwarding(target):
+    """Mark a method that only forwards its call: ``target(*args)`` gives ``(function, args)``
+    of the call it makes. The run loop resolves the forwarded call once per experiment instead of
+    paying two dispatches per step (the Agent's ``plan`` and ``optimise`` are such methods)."""
+
+    def mark(method):
+        method.forwards_to = target
+        return method
+
+    return mark
 
 
 # The generic functions are created from stub definitions whose docstrings plum keeps.

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, MissingMethodError, optimise, plan, push
 from stagerl.core.hooks_base import ComposedHook, Hook
+from stagerl.core.policy import Policy
 from stagerl.core.stages import PostActStage, Stage
-from stagerl.policies.base import Policy
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)

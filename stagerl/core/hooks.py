@@ -11,9 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from stagerl.core.dispatch import push
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
+from stagerl.core.episodes import Episode, EpisodeHook
 from stagerl.core.hooks_base import ComposedHook, Hook
 from stagerl.core.stages import (
     PostActStage,
@@ -22,6 +21,7 @@ from stagerl.core.stages import (
     PreEpisodeStage,
     Stage,
 )
+from trajectories.checks import require_positive_int
 
 __all__ = [
     "Hook",
@@ -35,15 +35,6 @@ __all__ = [
     "DoEveryNEpisodes",
     "DoOnExit",
 ]
-
-
-def _require_positive_int(owner: str, name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(
-            f"{owner} needs an integer {name}, got {name}={value!r} of type {type(value).__name__}"
-        )
-    if value <= 0:
-        raise ValueError(f"{owner} needs a positive {name}, got {name}={value!r}")
 
 
 def _require_callable(owner: str, f: Any, signature: str) -> None:
@@ -63,8 +54,12 @@ class EmptyHook(Hook):
 
 
 @dataclass
-class StepsPerEpisode(Hook):
-    """``count += 1`` at each PostAct; at PostEpisode appends ``count`` to ``steps`` and resets it.
+class StepsPerEpisode(EpisodeHook):
+    """The length of every episode, in ``steps``; ``count`` is the running episode's so far.
+
+    On a single env ``count`` grows by one at each PostAct and is appended at PostEpisode; on a
+    vector env every sub-env's episodes are appended as they end (``count`` has one entry per
+    sub-env), and at the stop every unfinished one that has a step.
 
     Example:
         >>> import stagerl as rl
@@ -75,27 +70,20 @@ class StepsPerEpisode(Hook):
     """
 
     steps: list[int] = field(default_factory=list)
-    count: int = 0
+    count: Any = 0
+    running_fields = (("count", "running_length"),)
 
-
-@push.dispatch
-def _push_steps_per_episode_post_act(hook: StepsPerEpisode, stage: PostActStage, policy, env):
-    hook.count += 1
-
-
-@push.dispatch
-def _push_steps_per_episode_post_episode(
-    hook: StepsPerEpisode, stage: PostEpisodeStage, policy, env
-):
-    hook.steps.append(hook.count)
-    hook.count = 0
+    def on_episode(self, episode: Episode, policy: Any, env: Any) -> None:
+        self.steps.append(episode.length)
 
 
 @dataclass
-class RewardsPerEpisode(Hook):
-    """Starts a new list at PreEpisode and appends ``env.reward`` at each PostAct.
+class RewardsPerEpisode(EpisodeHook):
+    """The rewards of every episode, step by step: ``rewards`` is a list of lists.
 
-    ``rewards`` is a list of lists, one per episode (the last one is the episode running).
+    On a single env a new list starts at PreEpisode and ``env.reward`` is appended to it at each
+    PostAct (the last list is the episode running). On a vector env each sub-env's episode is
+    appended as a whole when it ends (at the stop, every unfinished one that has a step).
 
     Example:
         >>> import stagerl as rl
@@ -105,26 +93,36 @@ class RewardsPerEpisode(Hook):
     """
 
     rewards: list[list[Any]] = field(default_factory=list)
+    keep_rewards = True
 
+    def _show_running(self) -> None:
+        # A single env's running list is the tracker's own, growing as the episode does.
+        running = self.tracker.lane_rewards[0]
+        if not self.tracker.vector and (not self.rewards or self.rewards[-1] is not running):
+            self.rewards.append(running)
 
-@push.dispatch
-def _push_rewards_per_episode_pre_episode(
-    hook: RewardsPerEpisode, stage: PreEpisodeStage, policy, env
-):
-    hook.rewards.append([])
+    def pre_episode(self, policy: Any, env: Any) -> None:
+        super().pre_episode(policy, env)
+        self._show_running()
 
+    def post_act(self, policy: Any, env: Any) -> None:
+        ended = self.tracker.step(env)
+        self._show_running()
+        for episode in ended:
+            self.on_episode(episode, policy, env)
 
-@push.dispatch
-def _push_rewards_per_episode_post_act(hook: RewardsPerEpisode, stage: PostActStage, policy, env):
-    if not hook.rewards:  # pushed by hand without a PreEpisode first
-        hook.rewards.append([])
-    hook.rewards[-1].append(env.reward)
+    def on_episode(self, episode: Episode, policy: Any, env: Any) -> None:
+        if self.tracker.vector:
+            self.rewards.append(list(episode.rewards))
 
 
 @dataclass
-class TotalRewardPerEpisode(Hook):
-    """Sums ``env.reward`` at each PostAct into ``reward``; at PostEpisode appends it to
-    ``rewards`` and starts again from zero.
+class TotalRewardPerEpisode(EpisodeHook):
+    """The return of every episode, in ``rewards``; ``reward`` is the running episode's so far.
+
+    On a single env ``env.reward`` is summed at each PostAct and the total appended at
+    PostEpisode; on a vector env every sub-env's returns are appended as its episodes end
+    (``reward`` has one entry per sub-env), and at the stop every unfinished one that has a step.
 
     Example:
         >>> import stagerl as rl
@@ -136,25 +134,16 @@ class TotalRewardPerEpisode(Hook):
 
     rewards: list[Any] = field(default_factory=list)
     reward: Any = 0.0
+    running_fields = (("reward", "running_reward"),)
 
-
-@push.dispatch
-def _push_total_reward_post_act(hook: TotalRewardPerEpisode, stage: PostActStage, policy, env):
-    hook.reward += env.reward
-
-
-@push.dispatch
-def _push_total_reward_post_episode(
-    hook: TotalRewardPerEpisode, stage: PostEpisodeStage, policy, env
-):
-    hook.rewards.append(hook.reward)
-    hook.reward = 0.0
+    def on_episode(self, episode: Episode, policy: Any, env: Any) -> None:
+        self.rewards.append(episode.total_reward)
 
 
 @dataclass
 class TimePerStep(Hook):
     """Seconds between consecutive PostActs (the first one: since construction) in ``times``,
-    keeping the last ``max_steps``.
+    keeping the last ``max_steps``. ``clock`` (default ``time.perf_counter``) reads the time.
 
     Example:
         >>> import stagerl as rl
@@ -166,15 +155,19 @@ class TimePerStep(Hook):
 
     max_steps: int = 100
     times: list[float] = field(default_factory=list)
-    t: float = field(default_factory=time.perf_counter)
+    t: float | None = None
+    clock: Callable[[], float] = time.perf_counter
 
     def __post_init__(self) -> None:
-        _require_positive_int("TimePerStep", "max_steps", self.max_steps)
+        require_positive_int("TimePerStep", "max_steps", self.max_steps)
+        _require_callable("TimePerStep", self.clock, "() for clock")
+        if self.t is None:
+            self.t = self.clock()
 
 
-@push.dispatch
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_time_per_step_post_act(hook: TimePerStep, stage: PostActStage, policy, env):
-    now = time.perf_counter()
+    now = hook.clock()
     hook.times.append(now - hook.t)
     hook.t = now
     if len(hook.times) > hook.max_steps:
@@ -201,10 +194,10 @@ class DoEveryNSteps(Hook):
 
     def __post_init__(self) -> None:
         _require_callable("DoEveryNSteps", self.f, "(t, policy, env)")
-        _require_positive_int("DoEveryNSteps", "n", self.n)
+        require_positive_int("DoEveryNSteps", "n", self.n)
 
 
-@push.dispatch
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_do_every_n_steps_post_act(hook: DoEveryNSteps, stage: PostActStage, policy, env):
     hook.t += 1
     if hook.t % hook.n == 0:
@@ -212,9 +205,13 @@ def _push_do_every_n_steps_post_act(hook: DoEveryNSteps, stage: PostActStage, po
 
 
 @dataclass
-class DoEveryNEpisodes(Hook):
-    """Counts episodes at ``stage`` (PreEpisode or PostEpisode, a class or an instance):
-    ``t += 1``, and whenever ``t % n == 0`` calls ``f(t, policy, env)``.
+class DoEveryNEpisodes(EpisodeHook):
+    """Counts episodes: ``t += 1``, and whenever ``t % n == 0`` calls ``f(t, policy, env)``.
+
+    With ``stage=PostEpisodeStage`` (the default) it counts finished episodes: on a single env at
+    PostEpisode, on a vector env each sub-env's episode as it ends (as every per-episode hook
+    does). With ``stage=PreEpisodeStage`` it counts the loop's episodes as they start (once per
+    run on a vector env, whose sub-envs reset themselves). A stage class or an instance.
 
     Example:
         >>> import stagerl as rl
@@ -233,7 +230,7 @@ class DoEveryNEpisodes(Hook):
 
     def __post_init__(self) -> None:
         _require_callable("DoEveryNEpisodes", self.f, "(t, policy, env)")
-        _require_positive_int("DoEveryNEpisodes", "n", self.n)
+        require_positive_int("DoEveryNEpisodes", "n", self.n)
         stage = self.stage if isinstance(self.stage, type) else type(self.stage)
         if not issubclass(stage, (PreEpisodeStage, PostEpisodeStage)):
             raise ValueError(
@@ -242,22 +239,19 @@ class DoEveryNEpisodes(Hook):
             )
         self.stage = stage
 
+    def _count(self, policy: Any, env: Any) -> None:
+        self.t += 1
+        if self.t % self.n == 0:
+            self.f(self.t, policy, env)
 
-def _count_episode(hook: DoEveryNEpisodes, stage: Stage, policy: Any, env: Any) -> None:
-    if isinstance(stage, hook.stage):
-        hook.t += 1
-        if hook.t % hook.n == 0:
-            hook.f(hook.t, policy, env)
+    def pre_episode(self, policy: Any, env: Any) -> None:
+        super().pre_episode(policy, env)
+        if issubclass(self.stage, PreEpisodeStage):
+            self._count(policy, env)
 
-
-@push.dispatch
-def _push_do_every_n_episodes_pre(hook: DoEveryNEpisodes, stage: PreEpisodeStage, policy, env):
-    _count_episode(hook, stage, policy, env)
-
-
-@push.dispatch
-def _push_do_every_n_episodes_post(hook: DoEveryNEpisodes, stage: PostEpisodeStage, policy, env):
-    _count_episode(hook, stage, policy, env)
+    def on_episode(self, episode: Episode, policy: Any, env: Any) -> None:
+        if issubclass(self.stage, PostEpisodeStage):
+            self._count(policy, env)
 
 
 @dataclass
@@ -277,6 +271,6 @@ class DoOnExit(Hook):
         _require_callable("DoOnExit", self.f, "(policy, env)")
 
 
-@push.dispatch
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_do_on_exit(hook: DoOnExit, stage: PostExperimentStage, policy, env):
     hook.f(policy, env)

@@ -14,14 +14,14 @@ from typing import Any
 import gymnasium
 
 from stagerl.core.dispatch import push
+from stagerl.core.env import Env
 from stagerl.core.hooks import EmptyHook
 from stagerl.core.hooks_base import Hook
+from stagerl.core.policy import Policy
 from stagerl.core.reset_conditions import ResetCondition, ResetIfEnvTerminated
 from stagerl.core.stage_calls import POST_ACT, StageCalls, composed_members
 from stagerl.core.stages import PostExperimentStage, PreExperimentStage
 from stagerl.core.stop_conditions import StopAfterNEpisodes, StopCondition, episodes_ended
-from stagerl.envs.base import Env
-from stagerl.policies.base import Policy
 
 __all__ = ["run", "Experiment"]
 

@@ -1,11 +1,12 @@
-"""Each stage's calls, resolved once per experiment (the run loop's per-step cost, DESIGN §12).
+"""Each stage's calls, resolved once per experiment (the run loop's per-step cost).
 
 The policy, env and hook of an experiment do not change while it runs, so neither do the types
 ``push`` / ``optimise`` / ``plan`` dispatch on. :class:`StageCalls` looks each call up once with
 plum and keeps the method found, bound to its arguments; a call that lands on a no-op fallback is
-left out, and so is one behind the Agent's default ``plan`` and ``optimise``, which only forward
-to its policy. Only ``push(policy, PostActStage(), env, action)`` depends on a value whose type may
-change from step to step (the action); it is resolved once per type of action. A method
+left out, and a method marked ``@forwarding`` (the Agent's default ``plan`` and ``optimise``,
+which only forward to its policy) is replaced by the call it forwards to. Only
+``push(policy, PostActStage(), env, action)`` depends on a value whose type may change from step
+to step (the action); it is resolved once per type of action. A method
 registered while the experiment runs is picked up at the next episode.
 
 The calls made, and their order, are exactly those of plain dispatch
@@ -22,15 +23,21 @@ import plum
 
 from stagerl.core import fallbacks
 from stagerl.core.dispatch import optimise, plan, push
+from stagerl.core.plum_adapter import (
+    LOOKUP_ERRORS,
+    registration_count,
+    resolve,
+    resolve_types,
+)
+from stagerl.core.plum_adapter import methods as methods_of
 from stagerl.core.stages import (
     PostActStage,
     PostEpisodeStage,
     PreActStage,
     PreEpisodeStage,
 )
-from stagerl.policies.agent import Agent
 
-__all__ = ["StageCalls", "no_op_fallbacks", "agent_forwarders", "composed_members"]
+__all__ = ["StageCalls", "no_op_fallbacks", "composed_members"]
 
 PRE_EPISODE = PreEpisodeStage()
 PRE_ACT = PreActStage()
@@ -54,7 +61,7 @@ def _fallback_implementations(
     # found among the registered methods.
     return frozenset(
         method.implementation
-        for method in function.methods
+        for method in methods_of(function)
         if method.implementation.__module__ == module and method.implementation.__name__ in names
     )
 
@@ -77,23 +84,6 @@ def _push_composed_hook() -> Any:
     return implementation
 
 
-@functools.cache
-def agent_forwarders() -> tuple[Any, Any]:
-    """The Agent's default ``plan`` and ``optimise`` methods, which only forward to its policy.
-
-    What they forward to is resolved too (an Agent's policy and trajectory are read-only), so an
-    Agent costs no second dispatch per step, and an ``optimise`` that forwards to a no-op is
-    skipped like any other no-op.
-    """
-    module = Agent.__module__
-    (plan_agent,) = _fallback_implementations(plan, ("_plan_agent",), module)
-    (optimise_agent,) = _fallback_implementations(optimise, ("_optimise_agent",), module)
-    return plan_agent, optimise_agent
-
-
-_LOOKUP_ERRORS = (plum.NotFoundLookupError, plum.AmbiguousLookupError)
-
-
 class StageCalls:
     """The calls of each stage for one policy, env and hook, resolved once with plum.
 
@@ -114,7 +104,7 @@ class StageCalls:
         self.pre_act = self._stage(PRE_ACT)
         self.post_act = self._stage(POST_ACT, with_policy_push=False)
         self.post_episode = self._stage(POST_EPISODE)
-        (self.plan,) = _bound(plan, policy, env)  # plan has no no-op fallback
+        (self.plan,) = _bound(plan, (policy, env))  # plan has no no-op fallback
         self.push_with_action = _PushWithAction(policy, env)
 
     def current(self) -> StageCalls:
@@ -124,8 +114,9 @@ class StageCalls:
 
     def _stage(self, stage: Any, with_policy_push: bool = True) -> tuple:
         policy, env = self.policy, self.env
-        calls = _bound(push, policy, stage, env) if with_policy_push else ()
-        return calls + _bound(optimise, policy, stage) + _hook_calls(self.hook, stage, policy, env)
+        calls = _bound(push, (policy, stage, env)) if with_policy_push else ()
+        hooks = _hook_calls(self.hook, stage, policy, env)
+        return calls + _bound(optimise, (policy, stage)) + hooks
 
 
 class _PushWithAction(dict):
@@ -137,8 +128,8 @@ class _PushWithAction(dict):
 
     def __missing__(self, action_type: type) -> Any:
         try:
-            method, return_type = push._resolve_method_with_cache(types=(*self.types, action_type))
-        except _LOOKUP_ERRORS:
+            method, return_type = resolve_types(push, (*self.types, action_type))
+        except LOOKUP_ERRORS:
             method = push  # the plain call raises it, at the moment the plain loop would
         else:
             if method in no_op_fallbacks():
@@ -149,50 +140,42 @@ class _PushWithAction(dict):
         return method
 
 
-def _bound(function: plum.Function, *args: Any) -> tuple:
+def _bound(function: plum.Function, args: tuple) -> tuple:
     """The method ``function(*args)`` resolves to, bound to ``args``; ``()`` for a no-op."""
     try:
-        method, return_type = function._resolve_method_with_cache(args=args)
-    except _LOOKUP_ERRORS:
+        method, return_type = resolve(function, args)
+    except LOOKUP_ERRORS:
         return (partial(function, *args),)  # raises it when the plain loop would
     if method in no_op_fallbacks():
         return ()
     if return_type is not Any:  # plum converts annotated results: keep its call
         return (partial(function, *args),)
-    plan_agent, optimise_agent = agent_forwarders()
-    if method is plan_agent:  # plan(agent, env) is plan(agent.policy, env)
-        agent, env = args
-        return _bound(plan, agent.policy, env)
-    if (
-        method is optimise_agent
-    ):  # optimise(agent, stage) is optimise(agent.policy, stage, trajectory)
-        agent, stage = args
-        return _bound(optimise, agent.policy, stage, agent.trajectory)
+    forwards_to = getattr(method, "forwards_to", None)
+    if forwards_to is not None:  # e.g. plan(agent, env) is plan(agent.policy, env)
+        return _bound(*forwards_to(*args))
     return (partial(method, *args),)
 
 
 def _hook_calls(hook: Any, stage: Any, policy: Any, env: Any) -> tuple:
     try:
-        method, _ = push._resolve_method_with_cache(args=(hook, stage, policy, env))
-    except _LOOKUP_ERRORS:
+        method, _ = resolve(push, (hook, stage, policy, env))
+    except LOOKUP_ERRORS:
         method = None  # _bound below defers the error to the moment of the call
     if method is _push_composed_hook():  # members run left to right, as the fallback runs them
         members = hook.hooks
         return tuple(call for m in members for call in _hook_calls(m, stage, policy, env))
-    return _bound(push, hook, stage, policy, env)
+    return _bound(push, (hook, stage, policy, env))
 
 
 def _registrations() -> tuple[int, ...]:
-    # Registering a method appends to a function's pending list; resolving moves it to the
-    # resolved list. Their summed lengths therefore change exactly when methods are added.
-    return tuple(len(f._pending) + len(f._resolved) for f in (push, plan, optimise))
+    return tuple(registration_count(f) for f in (push, plan, optimise))
 
 
 def composed_members(hook: Any, stage: Any, policy: Any, env: Any) -> list:
     """``[hook]``, or a composed hook's members when plain dispatch would run them in turn."""
     try:
-        method, _ = push._resolve_method_with_cache(args=(hook, stage, policy, env))
-    except _LOOKUP_ERRORS:
+        method, _ = resolve(push, (hook, stage, policy, env))
+    except LOOKUP_ERRORS:
         return [hook]  # the plain call raises, and the caller reports it like any other failure
     if method is not _push_composed_hook():
         return [hook]

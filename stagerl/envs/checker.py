@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from stagerl.envs.base import Env
+from stagerl.core.env import Env
 from stagerl.envs.gym import GymEnv, is_vector_env, private_copy
 
 __all__ = ["check_env", "EnvCheckError"]

@@ -1,4 +1,4 @@
-"""GymEnv: the adapter from any ``gymnasium.Env`` to stagerl's :class:`~stagerl.envs.base.Env`.
+"""GymEnv: the adapter from any ``gymnasium.Env`` to stagerl's :class:`~stagerl.core.env.Env`.
 
 ``act`` is the hot path of the run loop, so it does the least that keeps the contract:
 
@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from stagerl.envs.base import Env
+from stagerl.core.env import Env
 
 __all__ = ["GymEnv", "check_seed", "is_vector_env", "private_copy"]
 
@@ -135,7 +135,7 @@ def _make(env_or_id: Any, make_kwargs: dict[str, Any]) -> gymnasium.Env:
 
 
 class GymEnv(Env):
-    """A gymnasium env as a stagerl :class:`~stagerl.envs.base.Env`.
+    """A gymnasium env as a stagerl :class:`~stagerl.core.env.Env`.
 
     The first :meth:`reset` passes ``seed`` to the env and seeds its action space; later resets
     pass no seed, so a seeded run is reproducible and its episodes differ. ``terminated`` and

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium.spaces import Discrete
 
-from stagerl.envs.base import Env
+from stagerl.core.env import Env
 from stagerl.envs.random_walk import discrete_action
 
 __all__ = ["FixedLengthEnv"]

@@ -6,9 +6,10 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+from gymnasium.vector import VectorEnv as GymnasiumVectorEnv
 
-from stagerl.envs.base import Env
+from stagerl.core.env import VectorEnv
 
 __all__ = ["GymVectorEnv"]
 
@@ -21,7 +22,7 @@ _ARRAY_SPACES = (
 _SUPPORTED_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
 
 
-def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
+def _autoreset_mode(env: GymnasiumVectorEnv) -> AutoresetMode:
     mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
     # gymnasium's own vector wrappers assume NEXT_STEP when the tag is missing; so do we.
     try:
@@ -39,7 +40,7 @@ def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
     return mode
 
 
-class GymVectorEnv(Env):
+class GymVectorEnv(VectorEnv):
     """A gymnasium ``VectorEnv`` (sync, async or ``gymnasium.make_vec``) as one :class:`Env`.
 
     ``state``, ``reward``, ``is_terminated``, ``is_truncated`` and ``episode_start`` hold one
@@ -97,6 +98,10 @@ class GymVectorEnv(Env):
         (array([1., 1., 1.]), array([False, False, False]), array([False, False, False]))
     """
 
+    # Plain attributes shadow the interface's properties: the Agent reads them on every act.
+    any_episode_start: bool = True
+    any_episode_end: bool = False
+
     def __init__(
         self,
         env_or_id: Any,
@@ -120,7 +125,7 @@ class GymVectorEnv(Env):
                 vectorization_mode=vectorization_mode,
                 **make_kwargs,
             )
-        elif isinstance(env_or_id, VectorEnv):
+        elif isinstance(env_or_id, GymnasiumVectorEnv):
             if make_kwargs:
                 raise TypeError(
                     f"GymVectorEnv got keyword arguments {sorted(make_kwargs)} with an existing "
@@ -165,7 +170,8 @@ class GymVectorEnv(Env):
         self._terminated = np.zeros(n, dtype=bool)
         self._truncated = np.zeros(n, dtype=bool)
         self._episode_start = np.ones(n, dtype=bool)
-        self._any_start = True  # episode_start.any(), read by the Agent's push on every act
+        self.any_episode_start = True  # episode_start.any(), read on every act: cached
+        self.any_episode_end = False
         self._done = np.zeros(n, dtype=bool)
         self._stepped = np.zeros(n, dtype=bool)
         self.info: dict[str, Any] = {}
@@ -186,7 +192,8 @@ class GymVectorEnv(Env):
         self._terminated = np.zeros(n, dtype=bool)
         self._truncated = np.zeros(n, dtype=bool)
         self._episode_start = np.ones(n, dtype=bool)
-        self._any_start = True
+        self.any_episode_start = True
+        self.any_episode_end = False
         self._done = np.zeros(n, dtype=bool)
         self._stepped = np.zeros(n, dtype=bool)
         self.info = info
@@ -205,7 +212,7 @@ class GymVectorEnv(Env):
         done = terminated | truncated
         if self._next_step:
             start = self._done  # the lanes that ended last step were only reset now
-            self._any_start = any_start = start.any()
+            self.any_episode_start = any_start = bool(start.any())
             if any_start:
                 # gymnasium already reports 0 / False there; a custom VectorEnv may not
                 reward = reward.copy()
@@ -217,7 +224,7 @@ class GymVectorEnv(Env):
         else:
             start = done
             self._final_state = state
-            self._any_start = any_start = done.any()
+            self.any_episode_start = any_start = bool(done.any())
             if any_start:
                 final = state.copy()
                 final_obs = info["final_obs"]
@@ -225,6 +232,7 @@ class GymVectorEnv(Env):
                     final[i] = final_obs[i]
                 self._final_state = final
         self._done = done
+        self.any_episode_end = bool(done.any()) if self._next_step else any_start
         self._state = state
         self._reward = reward
         self._terminated = terminated

@@ -6,11 +6,18 @@ from typing import Any
 
 import plum
 
-from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan, push
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, forwarding, optimise, plan, push
+from stagerl.core.env import VectorEnv
+from stagerl.core.policy import Policy
 from stagerl.core.stages import PostActStage, PostEpisodeStage, PreEpisodeStage, Stage
-from stagerl.policies.base import Policy
+from stagerl.policies.vector_steps import (
+    complete_vector_episode,
+    record_vector_step,
+    start_vector_episode,
+)
+from trajectories import Trajectory
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "record_step"]
 
 
 @plum.parametric
@@ -33,7 +40,12 @@ class Agent(Policy):
 
     An algorithm that records more per step (a log-probability, a value estimate, a recurrent
     state) adds traces to its trajectory and specialises ``push(agent: Agent[ItsPolicy, object],
-    stage: PostActStage, env: object, action: object)`` to push every key of the step in one call.
+    stage: PostActStage, env: object, action: object)`` to call
+    ``record_step(agent, env, action, log_prob=..., value=...)``, which pushes every key of the
+    step in one call, on single and vector envs alike.
+
+    Given bare traces (a preset, ``Traces``) instead of a ``Trajectory``, the Agent wraps them in
+    ``Trajectory(traces)``, so its samples never cross an episode boundary.
 
     ``policy`` and ``trajectory`` are read-only: the type parameters were inferred from them.
 
@@ -56,6 +68,8 @@ class Agent(Policy):
                 "Agent(policy, trajectory) got an Agent as its policy; pass the inner policy "
                 f"({type(policy.policy).__name__}) instead"
             )
+        if not isinstance(trajectory, Trajectory) and hasattr(trajectory, "slots"):
+            trajectory = Trajectory(trajectory)  # bare traces: episodes tracked, never crossed
         if not callable(getattr(trajectory, "push", None)):
             raise TypeError(
                 f"Agent(policy, trajectory) needs a trajectory with a push(...) method, got "
@@ -67,6 +81,11 @@ class Agent(Policy):
         keys = _trace_names(trajectory)
         # Resolved once: the PostEpisode push needs it on every episode.
         self._completes_with_next_action = "next_action" in keys
+
+    def __reduce__(self):
+        # Agent[P, T] is made on the fly by plum and cannot be found by name: rebuild it from
+        # its parts, which re-infers the same type parameters.
+        return Agent, (self._policy, self._trajectory)
 
     @classmethod
     def __infer_type_parameter__(cls, policy: Any, trajectory: Any) -> tuple[type, type]:
@@ -83,16 +102,16 @@ class Agent(Policy):
         return self._trajectory
 
     def to(self, device: Any) -> Agent:
-        to = getattr(self._policy, "to", None)
-        if to is not None:
-            to(device)
+        self._policy.to(device)
         return self
 
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = getattr(self._policy, "state_dict", None)
-        return {} if state_dict is None else state_dict()
+    def validate(self, env: Any) -> None:
+        self._policy.validate(env)
 
-    def load_state_dict(self, state: dict[str, Any]):
+    def state_dict(self) -> dict[str, Any]:
+        return self._policy.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self._policy.load_state_dict(state)
 
     def __repr__(self) -> str:
@@ -110,8 +129,31 @@ def _push_agent_pre_episode(agent: Agent, stage: PreEpisodeStage, env):
     agent._trajectory.push(state=env.state)
 
 
+def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
+    """Push the step ``env`` just took with ``action`` into the agent's trajectory, in one push.
+
+    What the Agent's PostAct method does by default, offered for algorithms that record more per
+    step: ``extra`` holds values for the trajectory's extra traces (one per step, or one per
+    sub-env on a vector env). The next state goes in as ``state``, with ``action``, ``reward``
+    and ``terminal = env.is_terminated``; a truncation (time limit) is told to the trajectory as
+    ``truncated=True`` (it ends the episode for the controller, and the transition stays
+    bootstrapped). On a vector env the per-sub-env rules of ``docs/vector_envs.md`` apply.
+    """
+    if isinstance(env, VectorEnv):
+        record_vector_step(agent, env, action, extra)
+        return
+    if env.is_truncated and isinstance(agent._trajectory, Trajectory):
+        extra["truncated"] = True
+    agent._trajectory.push(
+        state=env.state, action=action, reward=env.reward, terminal=env.is_terminated, **extra
+    )
+
+
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
+    if env.is_truncated:  # rare: the common step costs one attribute read more
+        record_step(agent, env, action)
+        return
     agent._trajectory.push(
         state=env.state, action=action, reward=env.reward, terminal=env.is_terminated
     )
@@ -123,11 +165,36 @@ def _push_agent_post_episode(agent: Agent, stage: PostEpisodeStage, env):
         agent._trajectory.push(next_action=plan(agent._policy, env))
 
 
-@plan.dispatch(precedence=DEFAULT_PRECEDENCE)
+# ---- vector envs: more specific in env than the methods above (see vector_steps) ----------
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_agent_pre_episode_vector(agent: Agent, stage: PreEpisodeStage, env: VectorEnv):
+    start_vector_episode(agent, env)
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_agent_post_act_vector(agent: Agent, stage: PostActStage, env: VectorEnv, action):
+    record_vector_step(agent, env, action, {})
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_agent_post_episode_vector(agent: Agent, stage: PostEpisodeStage, env: VectorEnv):
+    complete_vector_episode(agent, env)
+
+
+# ---- plan and optimise forward to the inner policy ---------------------------------------
+
+
+@forwarding(lambda agent, env: (plan, (agent._policy, env)))
 def _plan_agent(agent: Agent, env):
     return plan(agent._policy, env)
 
 
-@optimise.dispatch(precedence=DEFAULT_PRECEDENCE)
+@forwarding(lambda agent, stage: (optimise, (agent._policy, stage, agent._trajectory)))
 def _optimise_agent(agent: Agent, stage: Stage):
     optimise(agent._policy, stage, agent._trajectory)
+
+
+plan.dispatch(precedence=DEFAULT_PRECEDENCE)(_plan_agent)
+optimise.dispatch(precedence=DEFAULT_PRECEDENCE)(_optimise_agent)

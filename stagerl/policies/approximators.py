@@ -8,16 +8,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from stagerl.core.policy import move_optimiser_state
+
 __all__ = ["Approximator", "TargetNetwork"]
-
-
-def _move_optimiser_state(optimiser: torch.optim.Optimizer, device: Any) -> None:
-    # Module.to moves parameters in place, so the optimiser still holds the right ones, but
-    # state it already created (Adam's moments) stays behind on the old device.
-    for state in optimiser.state.values():
-        for key, value in state.items():
-            if isinstance(value, torch.Tensor) and key != "step":
-                state[key] = value.to(device)
 
 
 class Approximator:
@@ -74,7 +67,7 @@ class Approximator:
 
     def to(self, device: Any) -> Approximator:
         self.model.to(device)
-        _move_optimiser_state(self.optimiser, device)
+        move_optimiser_state(self.optimiser, device, torch)
         return self
 
     def train(self, mode: bool = True) -> Approximator:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from stagerl.policies.base import as_rng
+from stagerl.core.policy import as_rng
 from stagerl.policies.explorer_base import (
     Explorer,
     as_array,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from stagerl.core.dispatch import optimise, plan
+from stagerl.core.policy import Policy
 from stagerl.core.stages import PostActStage
-from stagerl.policies.base import Policy
 
 __all__ = ["QBasedPolicy"]
 

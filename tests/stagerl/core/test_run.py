@@ -604,9 +604,11 @@ def test_skipped_calls_are_exactly_the_no_op_fallbacks():
     ]
 
 
-def test_the_agent_forwarders_are_found():
-    plan_agent, optimise_agent = stage_calls.agent_forwarders()
-    assert (plan_agent.__name__, optimise_agent.__name__) == ("_plan_agent", "_optimise_agent")
+def test_the_agents_plan_and_optimise_are_replaced_by_the_calls_they_forward_to():
+    agent = rl.Agent(RecordingPolicy([]), LoggingTrajectory([]))
+    calls = stage_calls.StageCalls(agent, CountingEnv(), rl.EmptyHook())
+    assert calls.plan.func.__name__ == "_plan_recording_policy"
+    assert calls.plan.args == (agent.policy, calls.env)
 
 
 def test_an_agent_whose_policy_does_not_learn_makes_no_optimise_call_per_step():

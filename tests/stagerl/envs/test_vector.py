@@ -4,9 +4,9 @@ import gymnasium
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from scripted_envs import ScriptedLaneEnv, scripted_env, scripted_vector_env
 
-from stagerl.envs.base import Env
-from stagerl.envs.toy_vector import ScriptedLaneEnv, scripted_env, scripted_vector_env
+from stagerl.core.env import Env
 from stagerl.envs.vector import GymVectorEnv
 
 

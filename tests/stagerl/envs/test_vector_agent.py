@@ -1,6 +1,6 @@
 """An Agent on a GymVectorEnv stores what the same episodes run one env at a time would store.
 
-The scripted lanes (``stagerl.envs.toy_vector``) make every transition identifiable: lane i's
+The scripted lanes (``scripted_envs``) make every transition identifiable: lane i's
 observations are ``[i, episode, t]``, its reward ``100 i + 10 t + action``; even episodes
 terminate after ``length`` steps, odd ones are truncated after ``length + 1``.
 """
@@ -13,9 +13,9 @@ import gymnasium
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
+from scripted_envs import scripted_env, scripted_vector_env
 
 import stagerl as rl
-from stagerl.envs.toy_vector import scripted_env, scripted_vector_env
 
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
 LENGTHS = (2, 3, 5)

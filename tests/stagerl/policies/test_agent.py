@@ -50,7 +50,7 @@ def test_time_limited_gym_episode_stores_its_last_step_bootstrapped_and_samples_
 
     batch = agent.trajectory.sample()
     rows = set()
-    for s, s2 in zip(batch["state"], batch["next_state"]):
+    for s, s2 in zip(batch["state"], batch["next_state"], strict=True):
         i = int(np.flatnonzero((container["state"] == s).all(axis=1))[0])
         rows.add(i)
         np.testing.assert_array_equal(container["next_state"][i], s2)

@@ -29,7 +29,7 @@ class ScriptedLaneEnv(gymnasium.Env):
     after ``length + 1`` steps).
 
     Example:
-        >>> from stagerl.envs.toy_vector import scripted_env
+        >>> from scripted_envs import scripted_env
         >>> env = scripted_env(lane=1, length=2)
         >>> env.reset()[0].tolist()
         [1, 0, 0]
@@ -80,7 +80,7 @@ def scripted_vector_env(
     """A vector env whose lane ``i`` is ``scripted_env(i, lengths[i])``.
 
     Example:
-        >>> from stagerl.envs.toy_vector import scripted_vector_env
+        >>> from scripted_envs import scripted_vector_env
         >>> envs = scripted_vector_env((1, 2))
         >>> envs.reset()[0].tolist()
         [[0, 0, 0], [1, 0, 0]]

@@ -1,11 +1,13 @@
-"""The Env interface the run loop talks to."""
+"""The interfaces of environments the run loop talks to: `Env`, and `VectorEnv` (many sub-envs)."""
 
 from __future__ import annotations
 
 import functools
 from typing import Any
 
-__all__ = ["Env"]
+import numpy as np
+
+__all__ = ["Env", "VectorEnv"]
 
 
 class Env:
@@ -73,3 +75,58 @@ class Env:
     @property
     def state_space(self) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement state_space")
+
+
+class VectorEnv(Env):
+    """Base class of environments that step ``num_envs`` sub-envs (lanes) at once.
+
+    What marks a vector env for the loop, the hooks and the Agent. ``state``, ``reward``,
+    ``is_terminated`` and ``is_truncated`` hold one entry per sub-env; ``act`` takes one action
+    per sub-env; sub-envs reset themselves when their episode ends, so the loop's single
+    episode spans the whole run (see ``docs/vector_envs.md``).
+
+    Subclasses also provide:
+
+    * ``num_envs``: the number of sub-envs;
+    * ``episode_start``: per sub-env, ``state`` is the first state of an episode;
+    * ``stepped``: per sub-env, the last ``act`` was a real step (not only a reset);
+    * ``final_state``: the state each sub-env's last step led to (the true last observation
+      where an episode ended and the sub-env was reset in the same step);
+    * ``single_action_space`` and ``single_state_space``: one sub-env's spaces;
+    * ``autoreset_mode``: gymnasium's ``AutoresetMode.NEXT_STEP`` (the act after an episode's
+      end only resets that sub-env) or ``SAME_STEP`` (it is reset within the ending act);
+    * ``any_episode_start`` and ``any_episode_end``: whether any sub-env started or ended an
+      episode in the last act (read on every act; subclasses may cache them).
+
+    :class:`~stagerl.GymVectorEnv` adapts gymnasium's vector envs.
+    """
+
+    num_envs: int = 1
+
+    @property
+    def any_episode_start(self) -> bool:
+        return bool(np.any(self.episode_start))
+
+    @property
+    def any_episode_end(self) -> bool:
+        return bool(np.any(np.logical_or(self.is_terminated, self.is_truncated)))
+
+    @property
+    def episode_start(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement episode_start")
+
+    @property
+    def stepped(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement stepped")
+
+    @property
+    def final_state(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement final_state")
+
+    @property
+    def single_action_space(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement single_action_space")
+
+    @property
+    def single_state_space(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement single_state_space")

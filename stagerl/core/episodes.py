@@ -1,0 +1,250 @@
+"""Finished episodes, per sub-env: the one source every per-episode hook reads.
+
+On a single env the loop's episode is the env's episode: it ends at PostEpisode. A vector env
+(:class:`~stagerl.core.env.VectorEnv`) resets its sub-envs itself, so the loop sees one long
+episode from ``env.reset()`` to the stop while each sub-env (lane) finishes many: a lane's episode
+ends at the PostAct where its ``is_terminated | is_truncated`` is set, and at PostEpisode (the
+stop) every lane's unfinished episode with at least one step is reported as cut. An
+:class:`EpisodeTracker` follows both cases and answers, at each stage, which episodes just
+ended, as :class:`Episode` records; :class:`EpisodeHook` turns that into one method,
+``on_episode``, so a per-episode hook is written once and works on single and vector envs::
+
+    @dataclass
+    class LongestEpisode(rl.EpisodeHook):
+        longest: int = 0
+
+        def on_episode(self, episode, policy, env):
+            self.longest = max(self.longest, episode.length)
+
+A vector env's act that only resets a lane (gymnasium's NEXT_STEP autoreset) is not a step of
+that lane (``env.stepped`` is False there) and adds nothing to its episode.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
+from stagerl.core.env import VectorEnv
+from stagerl.core.hooks_base import Hook
+from stagerl.core.stages import PostActStage, PostEpisodeStage, PreEpisodeStage
+
+__all__ = ["Episode", "EpisodeTracker", "EpisodeHook"]
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One finished episode of one sub-env.
+
+    Attributes:
+        lane: the sub-env it ran in (0 on a single env).
+        total_reward: the sum of its rewards.
+        length: its number of steps.
+        terminated: it reached a terminal state.
+        truncated: it was cut by a time limit. Neither flag is set for an episode cut by the
+            stop condition or by a reset condition.
+        rewards: its rewards, step by step, when the tracker keeps them (else ``None``).
+    """
+
+    lane: int
+    total_reward: float
+    length: int
+    terminated: bool
+    truncated: bool
+    rewards: tuple | None = None
+
+
+class EpisodeTracker:
+    """The running return and length of each sub-env's episode, and the episodes that ended.
+
+    Call :meth:`start` at PreEpisode, :meth:`step` at PostAct and :meth:`finish` at PostEpisode;
+    ``step`` and ``finish`` return the :class:`Episode` records that ended (lane order). On a
+    single env ``step`` returns ``()`` and ``finish`` the episode; on a vector env ``step``
+    returns the lanes whose episode ended in the last act and ``finish`` the lanes cut by the
+    stop. ``running_reward`` and ``running_length`` are the figures of the episodes running
+    (numbers, or one entry per lane). With ``keep_rewards`` each record carries its rewards.
+
+    Example:
+        >>> import stagerl as rl
+        >>> env, tracker = rl.RandomWalk1D(start=5), EpisodeTracker()
+        >>> env.reset(); tracker.start(env)
+        >>> env.act(1); tracker.step(env)
+        ()
+        >>> (episode,) = tracker.finish(env)
+        >>> episode.total_reward, episode.length, episode.terminated
+        (1.0, 1, True)
+    """
+
+    __slots__ = ("keep_rewards", "vector", "running_reward", "running_length", "lane_rewards",
+                 "_env")
+
+    def __init__(self, keep_rewards: bool = False) -> None:
+        self.keep_rewards = keep_rewards
+        self.vector = False
+        self.running_reward: Any = 0.0
+        self.running_length: Any = 0
+        self.lane_rewards: list[list[float]] = [[]]
+        self._env: Any = None
+
+    def __getstate__(self) -> dict:
+        # The env is only remembered to notice a new one; a copy binds on its next call.
+        state = {name: getattr(self, name) for name in self.__slots__}
+        state["_env"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def _bind(self, env: Any) -> None:
+        """Note a new env; the running figures get one entry per lane if their shape is off."""
+        self._env = env
+        self.vector = isinstance(env, VectorEnv)
+        n = env.num_envs if self.vector else None
+        if self.vector and np.shape(self.running_length) != (n,):
+            self._zero(n)
+        elif not self.vector and np.ndim(self.running_length):
+            self._zero(None)
+
+    def _zero(self, n: int | None) -> None:
+        if n is None:
+            self.running_reward, self.running_length = 0.0, 0
+            self.lane_rewards = [[]]
+        else:
+            self.running_reward = np.zeros(n)
+            self.running_length = np.zeros(n, dtype=np.int64)
+            self.lane_rewards = [[] for _ in range(n)]
+
+    def start(self, env: Any) -> None:
+        """A new loop episode: every running figure back to zero."""
+        self._bind(env)
+        self._zero(env.num_envs if self.vector else None)
+
+    def step(self, env: Any) -> tuple:
+        """Add the last act's rewards; the episodes it ended (vector envs only)."""
+        if env is not self._env:
+            self._bind(env)
+        if not self.vector:
+            try:
+                reward = env.reward
+            except (AttributeError, NotImplementedError):  # an env without rewards (a stub)
+                reward = math.nan
+            self.running_reward += reward
+            self.running_length += 1
+            if self.keep_rewards:
+                self.lane_rewards[0].append(float(reward))
+            return ()
+        stepped = env.stepped
+        reward = np.where(stepped, env.reward, 0.0)
+        self.running_reward += reward
+        self.running_length += stepped
+        if self.keep_rewards:
+            for lane in np.flatnonzero(stepped).tolist():
+                self.lane_rewards[lane].append(float(reward[lane]))
+        terminated, truncated = env.is_terminated, env.is_truncated
+        ended = np.flatnonzero(terminated | truncated)
+        if not ended.size:
+            return ()
+        return tuple(self._end(lane, bool(terminated[lane]), bool(truncated[lane]))
+                     for lane in ended.tolist())
+
+    def finish(self, env: Any) -> tuple:
+        """The loop's episode ends: the single env's episode, or the vector env's cut lanes."""
+        if env is not self._env:
+            self._bind(env)
+        if not self.vector:
+            return (self._end(0, bool(getattr(env, "is_terminated", False)),
+                              bool(getattr(env, "is_truncated", False))),)
+        return tuple(self._end(lane, False, False)
+                     for lane in np.flatnonzero(self.running_length).tolist())
+
+    def _end(self, lane: int, terminated: bool, truncated: bool) -> Episode:
+        rewards = tuple(self.lane_rewards[lane]) if self.keep_rewards else None
+        self.lane_rewards[lane] = []
+        if self.vector:
+            total, length = self.running_reward[lane], self.running_length[lane]
+            self.running_reward[lane], self.running_length[lane] = 0.0, 0
+        else:
+            total, length = self.running_reward, self.running_length
+            self.running_reward, self.running_length = 0.0, 0
+        return Episode(lane, float(total), int(length), terminated, truncated, rewards)
+
+
+class EpisodeHook(Hook):
+    """Base class of per-episode hooks: define ``on_episode(episode, policy, env)``.
+
+    It is called once for every finished :class:`Episode`, on single and vector envs alike (see
+    the module docstring for when). Subclasses may be dataclasses; the tracker is created on first
+    use (``hook.tracker``). A subclass that also needs PreEpisode, PostAct or PostEpisode calls
+    of its own keeps these working by calling ``EpisodeHook``'s method first, e.g.
+    ``EpisodeHook.post_act(hook, policy, env)``.
+
+    Example:
+        >>> from dataclasses import dataclass, field
+        >>> import stagerl as rl
+        >>> @dataclass
+        ... class Lengths(rl.EpisodeHook):
+        ...     lengths: list = field(default_factory=list)
+        ...     def on_episode(self, episode, policy, env):
+        ...         self.lengths.append((episode.lane, episode.length))
+        >>> env = rl.GymVectorEnv("CartPole-v1", num_envs=2, seed=0)
+        >>> hook = rl.run(rl.RandomPolicy(rng=0), env, rl.StopAfterNEpisodes(3, progress=False),
+        ...               Lengths())
+        >>> len(hook.lengths) >= 3, sorted({lane for lane, _ in hook.lengths})
+        (True, [0, 1])
+    """
+
+    #: Whether the episodes reported carry their rewards step by step (``Episode.rewards``).
+    keep_rewards = False
+    #: ``(field, tracker attribute)`` pairs: fields kept equal to the tracker's running figures
+    #: (``StepsPerEpisode.count`` is ``running_length``) after every stage.
+    running_fields: tuple = ()
+
+    @property
+    def tracker(self) -> EpisodeTracker:
+        tracker = self.__dict__.get("_tracker")
+        if tracker is None:
+            tracker = self.__dict__["_tracker"] = EpisodeTracker(self.keep_rewards)
+        return tracker
+
+    def on_episode(self, episode: Episode, policy: Any, env: Any) -> None:
+        """Called for every finished episode; the default does nothing."""
+
+    def pre_episode(self, policy: Any, env: Any) -> None:
+        self.tracker.start(env)
+        self._mirror()
+
+    def post_act(self, policy: Any, env: Any) -> None:
+        for episode in self.tracker.step(env):
+            self.on_episode(episode, policy, env)
+        self._mirror()
+
+    def post_episode(self, policy: Any, env: Any) -> None:
+        for episode in self.tracker.finish(env):
+            self.on_episode(episode, policy, env)
+        self._mirror()
+
+    def _mirror(self) -> None:
+        if self.running_fields:
+            tracker = self.tracker
+            for name, attribute in self.running_fields:
+                setattr(self, name, getattr(tracker, attribute))
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_episode_hook_pre_episode(hook: EpisodeHook, stage: PreEpisodeStage, policy, env):
+    hook.pre_episode(policy, env)
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_episode_hook_post_act(hook: EpisodeHook, stage: PostActStage, policy, env):
+    hook.post_act(policy, env)
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_episode_hook_post_episode(hook: EpisodeHook, stage: PostEpisodeStage, policy, env):
+    hook.post_episode(policy, env)
