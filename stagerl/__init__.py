@@ -66,6 +66,7 @@ from stagerl.utils.returns import discount_rewards, generalized_advantage_estima
 from stagerl.policies.random_policy import RandomPolicy
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
 from stagerl.core.run import Experiment, run
+from stagerl.policies.evaluation import deterministic, evaluate
 
 __all__ = [
     # dispatch
@@ -111,6 +112,8 @@ __all__ = [
     # the loop
     "run",
     "Experiment",
+    "evaluate",
+    "deterministic",
     # envs
     "Env",
     "VectorEnv",

@@ -7,8 +7,11 @@ from typing import Any
 from stagerl.core.dispatch import optimise, plan
 from stagerl.core.policy import Policy
 from stagerl.core.stages import PostActStage
+from stagerl.policies.explorers import GreedyExplorer
 
 __all__ = ["QBasedPolicy"]
+
+_GREEDY = GreedyExplorer()
 
 # The env attribute that holds the legal actions (RandomPolicy and the trace names use the first).
 _MASK_NAMES = ("legal_actions_mask", "legal_action_mask")
@@ -83,9 +86,12 @@ def _plan_q_based(policy: QBasedPolicy, env):
     if env is not policy._bound_env:
         policy._bind(env)
     values = policy.learner.values(env.state)
-    if policy._mask_name is None:
+    mask = None if policy._mask_name is None else getattr(env, policy._mask_name)
+    if policy.deterministic:  # evaluation: greedy, the explorer's step and rng untouched
+        return _GREEDY.plan(values, mask)
+    if mask is None:
         return policy.explorer.plan(values)
-    return policy.explorer.plan(values, getattr(env, policy._mask_name))
+    return policy.explorer.plan(values, mask)
 
 
 @optimise.dispatch

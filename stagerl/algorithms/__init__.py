@@ -1,0 +1,1 @@
+"""Reinforcement-learning algorithms, each a Policy subtype in a module of its own."""

@@ -1,0 +1,206 @@
+"""Finding, configuring and running named experiments (see the package docstring)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import importlib
+import json
+import math
+import pkgutil
+import time
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["NamedExperiment", "names", "describe", "load", "configure", "run"]
+
+_HERE = Path(__file__).resolve().parent
+_NOT_EXPERIMENTS = {"registry", "runner"}
+#: Deterministic evaluation episodes at the end of every run.
+EVAL_EPISODES = 20
+#: The evaluation env's seed is the run's seed plus this, so it never shares the training env's.
+EVAL_SEED_OFFSET = 10_000
+
+
+@dataclass(frozen=True)
+class NamedExperiment:
+    """What a named experiment is made of.
+
+    Args:
+        config: the hyper-parameter dataclass; its defaults are the experiment's settings. It
+            has a ``steps`` field (env steps of a run) and, unless ``make_eval_env`` is given,
+            an ``env_id`` field (the gymnasium id of the evaluation env).
+        make_env: ``(config, seed) -> env``, the training env (single or vector).
+        make_agent: ``(config, env, seed, device) -> policy``, usually an ``Agent``; ``device``
+            is a ``torch.device``.
+        make_eval_env: ``(config, seed) -> env``, a single env for the deterministic final
+            evaluation; default ``GymEnv(config.env_id, seed=seed)``.
+        eval_max_episode_steps: cut evaluation episodes after this many steps (for envs
+            without a time limit, where a greedy policy could loop forever).
+    """
+
+    config: type
+    make_env: Callable[[Any, int], Any]
+    make_agent: Callable[[Any, Any, int, Any], Any]
+    make_eval_env: Callable[[Any, int], Any] | None = None
+    eval_max_episode_steps: int | None = None
+
+    def __post_init__(self) -> None:
+        if not dataclasses.is_dataclass(self.config):
+            raise TypeError(f"NamedExperiment config must be a dataclass, got {self.config!r}")
+        fields = {f.name for f in dataclasses.fields(self.config)}
+        if "steps" not in fields:
+            raise TypeError(f"{self.config.__name__} needs a steps field (env steps of a run)")
+        if self.make_eval_env is None and "env_id" not in fields:
+            raise TypeError(f"{self.config.__name__} needs an env_id field, or pass "
+                            "make_eval_env=")
+
+
+def _module_name(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def names() -> list[str]:
+    """Every named experiment, sorted (found without importing any of them)."""
+    found = [info.name for info in pkgutil.iter_modules([str(_HERE)])]
+    return sorted(n.replace("_", "-") for n in found if n not in _NOT_EXPERIMENTS
+                  and not n.startswith("_"))
+
+
+def describe(name: str) -> str:
+    """The one-line summary of experiment ``name`` (its module docstring's first line), read
+    from the source without importing it."""
+    _check_name(name)
+    source = (_HERE / f"{_module_name(name)}.py").read_text()
+    doc = ast.get_docstring(ast.parse(source)) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def _check_name(name: str) -> None:
+    known = names()
+    if name not in known:
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise ValueError(f"unknown experiment {name!r}{hint} (stagerl list shows all "
+                         f"{len(known)})")
+
+
+def load(name: str) -> NamedExperiment:
+    """The :class:`NamedExperiment` of ``name``; ``ValueError`` with the closest names when
+    there is none."""
+    _check_name(name)
+    module = importlib.import_module(f"stagerl.experiments.{_module_name(name)}")
+    experiment = getattr(module, "EXPERIMENT", None)
+    if not isinstance(experiment, NamedExperiment):
+        raise TypeError(f"stagerl.experiments.{module.__name__} must define EXPERIMENT = "
+                        "NamedExperiment(...)")
+    return experiment
+
+
+def configure(name_or_experiment: str | NamedExperiment, **overrides: Any) -> Any:
+    """The experiment's hyper-parameters with ``overrides`` applied, each checked against the
+    dataclass: an unknown name lists the valid ones, a value of the wrong type names the type
+    expected (an int is accepted for a float, a list for a tuple)."""
+    experiment = (load(name_or_experiment) if isinstance(name_or_experiment, str)
+                  else name_or_experiment)
+    config_type = experiment.config
+    hints = typing.get_type_hints(config_type)
+    fields = [f.name for f in dataclasses.fields(config_type)]
+    checked = {}
+    for key, value in overrides.items():
+        if key not in fields:
+            close = difflib.get_close_matches(key, fields, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"{config_type.__name__} has no hyper-parameter {key!r}{hint}; "
+                             f"the hyper-parameters are: {', '.join(fields)}")
+        checked[key] = _checked_value(key, value, hints[key])
+    return config_type(**checked)
+
+
+def _checked_value(key: str, value: Any, hint: Any) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        if value is None and type(None) in args:
+            return None
+        others = [a for a in args if a is not type(None)]
+        errors = []
+        for option in others:
+            try:
+                return _checked_value(key, value, option)
+            except TypeError as error:
+                errors.append(error)
+        raise errors[0]
+    if hint is Any:
+        return value
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    elif origin is tuple:
+        if isinstance(value, (list, tuple)):
+            item = args[0] if args else Any
+            return tuple(_checked_value(key, v, item) for v in value)
+    elif isinstance(hint, type) and isinstance(value, hint):
+        return value
+    raise TypeError(f"hyper-parameter {key} expects {_type_name(hint)}, got {value!r} of type "
+                    f"{type(value).__name__}")
+
+
+def _type_name(hint: Any) -> str:
+    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+
+
+def run(name: str, steps: int | None = None, seed: int = 0, device: Any = "auto",
+        logdir: str | Path | None = None, *, progress: bool = True,
+        **overrides: Any) -> dict[str, Any]:
+    """Run experiment ``name`` for ``steps`` env steps (default: its own), then evaluate it.
+
+    Returns the run's summary: ``experiment``, ``seed``, ``device``, ``env_steps``,
+    ``wall_seconds`` (training), ``steps_per_second``, ``eval_return_mean``,
+    ``eval_return_std``, ``eval_episodes`` (the deterministic episodes on a separate env) and
+    ``config`` (the resolved hyper-parameters). With ``logdir`` it is also written there as
+    ``summary.json``. ``overrides`` replace hyper-parameters (see :func:`configure`).
+    """
+    from stagerl.experiments.runner import train_and_evaluate
+
+    experiment = load(name)
+    config = configure(experiment, **overrides)
+    if steps is None:
+        steps = config.steps
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
+        raise ValueError(f"steps must be a positive int, got steps={steps!r}")
+    config = dataclasses.replace(config, steps=steps)  # schedules follow the run's length
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got seed={seed!r}")
+    start = time.perf_counter()
+    summary = train_and_evaluate(experiment, config, steps, seed, device, progress)
+    summary = {"experiment": name, **summary,
+               "config": _jsonable(dataclasses.asdict(config))}
+    summary["total_seconds"] = time.perf_counter() - start
+    if logdir is not None:
+        path = Path(logdir)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
