@@ -18,6 +18,7 @@ def mlp(in_features: int, hidden: Sequence[int], out_features: int,
     zero bias (PPO's policy head uses 0.01, its value head 1.0); otherwise torch's default.
 
     Example:
+        >>> import torch
         >>> net = mlp(4, (64, 64), 2)
         >>> net(torch.zeros(3, 4)).shape
         torch.Size([3, 2])
