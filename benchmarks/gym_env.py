@@ -1,4 +1,4 @@
-"""GymEnv.act's own cost over the gymnasium env's step (DESIGN §12).
+"""GymEnv.act's own cost over the gymnasium env's step.
 
 Two envs, each stepped through a plain loop by the env's own ``step`` and by ``GymEnv.act``,
 interleaved in every round so that machine noise hits both alike; the minimum over rounds is

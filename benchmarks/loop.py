@@ -1,4 +1,4 @@
-"""The run loop's own cost, side by side with a raw gymnasium loop (DESIGN §12).
+"""The run loop's own cost, side by side with a raw gymnasium loop.
 
 Three loops over the same number of CartPole-v1 steps, interleaved in each repetition so that
 machine noise hits them alike:

@@ -3,7 +3,7 @@
 stagerl owns a private :class:`plum.Dispatcher`; users extend the generic functions with
 ``@stagerl.push.dispatch``, ``@stagerl.plan.dispatch`` and ``@stagerl.optimise.dispatch``.
 
-Rules every method registered here follows (DESIGN §2):
+Rules every method registered here follows (``docs/dispatch.md`` explains them):
 
 * fallbacks annotate only the positions dispatched on; other positions stay unannotated, which
   plum reads as ``Any`` (wider than ``object``), so a user method that annotates ``object`` there is

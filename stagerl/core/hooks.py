@@ -1,4 +1,4 @@
-"""The built-in hooks (DESIGN §6). Their fields are the metrics they record.
+"""The built-in hooks. Their fields are the metrics they record.
 
 Each hook defines ``push(hook, stage, policy, env)`` only for the stages it uses; every other stage
 falls back to a no-op, which ``run`` resolves once and then skips.

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from trajectories.checks import require_positive_int
+
 __all__ = ["ResetCondition", "ResetIfEnvTerminated", "ResetAfterNSteps"]
 
 
@@ -68,13 +70,7 @@ class ResetAfterNSteps(ResetCondition):
     t: int = 0
 
     def __post_init__(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)):
-            raise TypeError(
-                f"ResetAfterNSteps needs an integer n, got n={self.n!r} of type "
-                f"{type(self.n).__name__}"
-            )
-        if self.n <= 0:
-            raise ValueError(f"ResetAfterNSteps needs a positive n, got n={self.n!r}")
+        require_positive_int("ResetAfterNSteps", "n", self.n)
 
     def check(self, policy: Any, env: Any) -> bool:
         self.t += 1

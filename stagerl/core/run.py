@@ -1,8 +1,8 @@
-"""run() and Experiment: the staged loop of an experiment (DESIGN §3).
+"""run() and Experiment: the staged loop of an experiment.
 
-The loop below reads as the pseudocode of §3. What it calls at each stage is resolved once per
-experiment by :class:`~stagerl.core.stage_calls.StageCalls`, not once per step; the calls made, and
-their order, are exactly those of plain dispatch.
+The loop below reads as the pseudocode in ``docs/loop.md``. What it calls at each stage is
+resolved once per experiment by :class:`~stagerl.core.stage_calls.StageCalls`, not once per
+step; the calls made, and their order, are exactly those of plain dispatch.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from stagerl.core.dispatch import push
 from stagerl.core.env import Env
 from stagerl.core.hooks import EmptyHook
 from stagerl.core.hooks_base import Hook
+from stagerl.core.method_checks import check_methods
 from stagerl.core.policy import Policy
 from stagerl.core.reset_conditions import ResetCondition, ResetIfEnvTerminated
 from stagerl.core.stage_calls import POST_ACT, StageCalls, composed_members
@@ -40,8 +41,9 @@ def run(
     """Run ``policy`` in ``env`` until ``stop_condition`` says stop; returns the hook.
 
     Defaults (new ones for each call): ``StopAfterNEpisodes(1)``, ``EmptyHook()``,
-    ``ResetIfEnvTerminated()``. The order of the calls is that of DESIGN §3; PostExperiment is
-    announced also when the loop is left by an exception or Ctrl-C, which then propagates.
+    ``ResetIfEnvTerminated()``. The order of the calls is that of ``docs/loop.md``;
+    PostExperiment is announced also when the loop is left by an exception or Ctrl-C, which then
+    propagates.
 
     Example:
         >>> import stagerl as rl
@@ -56,9 +58,13 @@ def run(
 class Experiment:
     """A policy, an env, a stop condition, a hook and a reset condition, run together.
 
-    Arguments are checked here, before anything runs; ``experiment.run()`` runs the loop and
-    returns the experiment. ``None`` for ``stop_condition`` or ``hook`` means the defaults of
-    :func:`run`.
+    Arguments are checked here, before anything runs (``policy.validate(env)`` included);
+    ``experiment.run()`` runs the loop and returns the experiment. ``None`` for
+    ``stop_condition`` or ``hook`` means the defaults of :func:`run`. When the loop starts, a
+    method that the loop can never call for an object of this experiment (a hook's
+    ``push(hook, stage, env)`` without the policy, ``optimise(policy, stage)`` for the policy
+    inside an Agent...) is reported with a warning naming the call the loop makes
+    (``check_methods=False`` turns that off).
 
     Example:
         >>> import stagerl as rl
@@ -76,9 +82,12 @@ class Experiment:
         stop_condition: StopCondition | None,
         hook: Hook | None,
         reset_condition: ResetCondition | None = None,
+        *,
+        check_methods: bool = True,
     ) -> None:
         self.policy = _checked_policy(policy)
         self.env = _checked_env(env)
+        self.check_methods = check_methods
         self.stop_condition = _checked_stop_condition(
             StopAfterNEpisodes(1) if stop_condition is None else stop_condition
         )
@@ -86,12 +95,16 @@ class Experiment:
         self.reset_condition = _checked_reset_condition(
             ResetIfEnvTerminated() if reset_condition is None else reset_condition
         )
+        validate = getattr(self.policy, "validate", None)
+        if validate is not None:
+            validate(self.env)
 
     def run(self) -> Experiment:
-        """Run the loop of DESIGN §3 once; returns ``self``."""
+        """Run the loop once (``docs/loop.md``); returns ``self``."""
         policy, env, hook = self.policy, self.env, self.hook
         try:
-            _run_stages(policy, env, self.stop_condition, hook, self.reset_condition)
+            _run_stages(policy, env, self.stop_condition, hook, self.reset_condition,
+                        self.check_methods)
         except BaseException as error:  # Ctrl-C too: logs are flushed either way
             _announce_post_experiment(policy, env, hook, error)
             raise
@@ -105,10 +118,12 @@ class Experiment:
         )
 
 
-def _run_stages(policy, env, stop_condition, hook, reset_condition):
+def _run_stages(policy, env, stop_condition, hook, reset_condition, check=True):
     push(hook, PRE_EXPERIMENT, policy, env)  # hook first here
     push(policy, PRE_EXPERIMENT, env)
     calls = StageCalls(policy, env, hook)  # resolved after PreExperiment, which may register
+    if check:
+        check_methods(policy, env, composed_members(hook, PRE_EXPERIMENT, policy, env))
     stop = False
     while not stop:
         env.reset()
@@ -220,15 +235,21 @@ def _checked_env(env: Any) -> Any:
     return env
 
 
-def _checked_stop_condition(stop_condition: Any) -> StopCondition:
-    if isinstance(stop_condition, StopCondition):
+def _has_check(condition: Any) -> bool:
+    return callable(getattr(condition, "check", None))
+
+
+def _checked_stop_condition(stop_condition: Any) -> Any:
+    # Any object with a callable check(policy, env) will do; the base class is a convenience.
+    if _has_check(stop_condition):
         return stop_condition
     if isinstance(stop_condition, int) and not isinstance(stop_condition, bool):
         fix = f"to stop after {stop_condition} steps pass StopAfterNSteps({stop_condition})"
     else:
-        fix = "pass e.g. StopAfterNSteps(n) or StopAfterNEpisodes(n), or subclass StopCondition"
+        fix = ("pass e.g. StopAfterNSteps(n) or StopAfterNEpisodes(n), or an object with a "
+               "check(policy, env) method (a stagerl.StopCondition subclass, say)")
     raise TypeError(
-        f"stop_condition must be a stagerl.StopCondition, got {stop_condition!r} of type "
+        f"stop_condition needs a check(policy, env) method, got {stop_condition!r} of type "
         f"{type(stop_condition).__name__}; {fix}"
     )
 
@@ -245,11 +266,12 @@ def _checked_hook(hook: Any) -> Hook:
     )
 
 
-def _checked_reset_condition(reset_condition: Any) -> ResetCondition:
-    if isinstance(reset_condition, ResetCondition):
+def _checked_reset_condition(reset_condition: Any) -> Any:
+    if _has_check(reset_condition):
         return reset_condition
     raise TypeError(
-        f"reset_condition must be a stagerl.ResetCondition, got {reset_condition!r} of type "
+        f"reset_condition needs a check(policy, env) method, got {reset_condition!r} of type "
         f"{type(reset_condition).__name__}; pass e.g. ResetIfEnvTerminated() or "
-        "ResetAfterNSteps(n), or subclass ResetCondition"
+        "ResetAfterNSteps(n), or an object with a check(policy, env) method (a "
+        "stagerl.ResetCondition subclass, say)"
     )

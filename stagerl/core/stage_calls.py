@@ -88,8 +88,9 @@ class StageCalls:
     """The calls of each stage for one policy, env and hook, resolved once with plum.
 
     Each of ``pre_episode``, ``pre_act``, ``post_act`` (everything after the action push) and
-    ``post_episode`` is a tuple of argument-bound callables in the order of DESIGN §3, without the
-    calls that resolve to a no-op fallback; a :class:`ComposedHook` contributes its members' calls.
+    ``post_episode`` is a tuple of argument-bound callables in the loop's order
+    (``docs/loop.md``), without the calls that resolve to a no-op fallback; a
+    :class:`ComposedHook` contributes its members' calls.
     ``push_with_action[type(action)]`` is the resolved ``push(policy, PostActStage(), env,
     action)`` method, or ``None`` for the no-op.
 

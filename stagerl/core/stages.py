@@ -2,7 +2,7 @@
 
 The run loop announces each stage by calling the generic functions with an *instance* of the
 stage class; methods dispatch on the class. Stages carry no data: they are pure tags, so one
-shared instance of each is enough (``PRE_ACT_STAGE`` and friends), which saves an allocation per
+shared instance of each is enough (the run loop keeps one per stage), which saves an allocation per
 step on the hot path.
 """
 

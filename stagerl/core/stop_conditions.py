@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from trajectories.checks import require_positive_int
+
 __all__ = [
     "StopCondition",
     "StopAfterNSteps",
@@ -50,14 +52,12 @@ class StopCondition:
         raise NotImplementedError(f"{type(self).__name__} must implement check(policy, env)")
 
 
-def _require_positive(owner: str, name: str, value: Any, kinds: tuple[type, ...] = (int,)) -> None:
-    if isinstance(value, bool) or not isinstance(value, (*kinds, np.integer)):
-        kind = "an integer" if kinds == (int,) else "a number"
-        raise TypeError(
-            f"{owner} needs {kind} {name}, got {name}={value!r} of type {type(value).__name__}"
-        )
+def _require_positive_seconds(owner: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{owner}: seconds must be a number, got seconds={value!r} of type "
+                        f"{type(value).__name__}")
     if not value > 0:
-        raise ValueError(f"{owner} needs a positive {name}, got {name}={value!r}")
+        raise ValueError(f"{owner}: seconds must be positive, got seconds={value!r}")
 
 
 def _shows_progress(progress: bool) -> bool:
@@ -117,13 +117,18 @@ class StopAfterNSteps(StopCondition):
     step: int = 0
 
     def __post_init__(self) -> None:
-        _require_positive("StopAfterNSteps", "n", self.n)
+        require_positive_int("StopAfterNSteps", "n", self.n)
         self._bar: Any = None
         # One redraw per 1% (at most every 1000 steps) keeps the bar off the per-step cost.
         self._every = max(1, min(1000, self.n // 100))
         self._next_redraw = self.step + 1 if _shows_progress(self.progress) else math.inf
         self._env: Any = None
         self._steps_per_act = 1
+
+    def __getstate__(self) -> dict:
+        # The progress bar (a terminal handle) and the env are not part of the count: a copy
+        # draws a bar of its own and looks at the env it is given next.
+        return {**self.__dict__, "_bar": None, "_env": None}
 
     def check(self, policy: Any, env: Any) -> bool:
         if env is not self._env:  # once per env: a vector env counts num_envs steps per act
@@ -165,9 +170,12 @@ class StopAfterNEpisodes(StopCondition):
     episode: int = 0
 
     def __post_init__(self) -> None:
-        _require_positive("StopAfterNEpisodes", "n", self.n)
+        require_positive_int("StopAfterNEpisodes", "n", self.n)
         self._bar: Any = None
         self._shows_progress = _shows_progress(self.progress)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_bar": None}
 
     def check(self, policy: Any, env: Any) -> bool:
         ended = episodes_ended(env)
@@ -235,7 +243,7 @@ class StopAfterNoImprovement(StopCondition):
                 f"StopAfterNoImprovement needs a callable fn returning the value to watch, got "
                 f"fn={self.fn!r}; pass e.g. lambda: hook.rewards[-1]"
             )
-        _require_positive("StopAfterNoImprovement", "patience", self.patience)
+        require_positive_int("StopAfterNoImprovement", "patience", self.patience)
 
     def check(self, policy: Any, env: Any) -> bool:
         if not episodes_ended(env):
@@ -263,7 +271,7 @@ class StopAfterNSeconds(StopCondition):
     start: float = field(default_factory=time.perf_counter)
 
     def __post_init__(self) -> None:
-        _require_positive("StopAfterNSeconds", "seconds", self.seconds, (int, float, np.floating))
+        _require_positive_seconds("StopAfterNSeconds", self.seconds)
 
     def check(self, policy: Any, env: Any) -> bool:
         return time.perf_counter() - self.start >= self.seconds
@@ -283,6 +291,14 @@ class StopSignal(StopCondition):
 
     def __init__(self) -> None:
         self._event = threading.Event()
+
+    def __getstate__(self) -> dict:
+        return {"set": self._event.is_set()}
+
+    def __setstate__(self, state: dict) -> None:
+        self._event = threading.Event()
+        if state["set"]:
+            self._event.set()
 
     def set(self) -> None:
         """Ask the experiment to stop after the current step."""

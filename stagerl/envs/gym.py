@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import copy
+import operator
 import sys
 import warnings
 from typing import Any
@@ -219,9 +220,13 @@ class GymEnv(Env):
         try:
             if self._low is not None:
                 # Compare as a Python int: comparing a numpy integer costs ~200 ns per operator.
-                index = action if type(action) is int else int(action)
-                if not self._low <= index < self._high:
+                # The env gets that int, so a 0-d tensor or array from an argmax is an action.
+                if type(action) is not int:
+                    action = _as_index(action)
+                if not self._low <= action < self._high:
                     raise _OutOfRange
+            elif hasattr(action, "detach"):  # a torch tensor: the env wants numpy
+                action = action.detach().cpu().numpy()
             obs, reward, terminated, truncated, info = self._step(action)
         except Exception as error:
             self._raise_for_action(action, error)
@@ -258,9 +263,13 @@ class GymEnv(Env):
                 valid = False
             if valid:
                 raise  # the error being handled in act, unchanged
+        hint = ""
+        if self._low is not None:
+            hint = (f"; its actions are the ints {self._low}..{self._high - 1} (an integer numpy "
+                    "scalar, 0-d array or 0-d tensor is taken as one)")
         raise ValueError(
             f"action {action!r} (of type {type(action).__name__}) is outside the action space "
-            f"{self._action_space} of {self!r}"
+            f"{self._action_space} of {self!r}{hint}"
         ) from (None if isinstance(error, _OutOfRange) else error)
 
     def render(self) -> Any:
@@ -277,3 +286,13 @@ class GymEnv(Env):
 
 class _OutOfRange(Exception):
     """Raised inside ``act`` when a Discrete action fails the range test."""
+
+
+def _as_index(action: Any) -> int:
+    """A Discrete action as a Python int: ints, numpy integers, and 0-d integer arrays and
+    tensors (what an argmax returns); anything else (floats, arrays of several actions) is
+    refused as outside the space."""
+    try:
+        return operator.index(action)
+    except TypeError:
+        raise _OutOfRange from None

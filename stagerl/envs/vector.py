@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium
@@ -38,6 +39,26 @@ def _autoreset_mode(env: GymnasiumVectorEnv) -> AutoresetMode:
             "never does)"
         )
     return mode
+
+
+def _without_env_fns(env: Any) -> Any:
+    """``env`` (a vector env, possibly wrapped) with the innermost SyncVectorEnv's ``env_fns``
+    left out, as shallow copies; an AsyncVectorEnv cannot be copied at all."""
+    if isinstance(env, AsyncVectorEnv):
+        raise TypeError(
+            "an AsyncVectorEnv runs its sub-envs in other processes and cannot be pickled or "
+            "copied; build the GymVectorEnv with vectorization_mode='sync' to copy it"
+        )
+    if isinstance(env, SyncVectorEnv):
+        copied = copy.copy(env)
+        copied.env_fns = None
+        return copied
+    inner = getattr(env, "env", None)
+    if isinstance(inner, GymnasiumVectorEnv):
+        copied = copy.copy(env)
+        copied.env = _without_env_fns(inner)
+        return copied
+    return env
 
 
 class GymVectorEnv(VectorEnv):
@@ -200,6 +221,8 @@ class GymVectorEnv(VectorEnv):
 
     def act(self, action: Any) -> None:
         """Step every sub-env with its action (a batch with one action per sub-env)."""
+        if hasattr(action, "detach"):  # a torch tensor from a policy's forward: the env wants numpy
+            action = action.detach().cpu().numpy()
         if not self._action_batch_checked:
             self._check_batch(action)
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -260,6 +283,11 @@ class GymVectorEnv(VectorEnv):
                 f"GymVectorEnv with num_envs={n} needs one action per sub-env (a batch of {n}), "
                 f"got {got}: {action!r}; sample one with env.action_space.sample()"
             )
+
+    def __getstate__(self) -> dict:
+        # gymnasium's SyncVectorEnv keeps the functions that made its sub-envs (often local
+        # closures, which do not pickle); it never calls them again, so a copy goes without.
+        return {**self.__dict__, "env": _without_env_fns(self.env)}
 
     def close(self) -> None:
         """Close the sub-envs (and worker processes of an async vector env)."""

@@ -67,6 +67,6 @@ def evaluate(policy: Policy, env: Any, episodes: int = 20,
             if max_episode_steps is not None:
                 stop = StopIfAny(stop, StopAfterNSteps(max_episode_steps, progress=False))
             hook = TotalRewardPerEpisode()
-            Experiment(acting, env, stop, hook).run()
+            Experiment(acting, env, stop, hook, check_methods=False).run()
             returns.append(float(hook.rewards[-1]))
     return returns

@@ -55,8 +55,9 @@ class EpsilonGreedyExplorer(Explorer):
       ``epsilon_stable + (epsilon_init - epsilon_stable) * exp(-(step - warmup) / decay)``.
 
     ``plan`` reads ε, then advances ``step`` by one; it explores (uniformly over the legal
-    actions) when ``rng.random() < ε``, and is greedy otherwise: the first maximum, or a uniform
-    choice among all maxima with ``break_ties=True``. ``prob`` gives ε/n to each of the n legal
+    actions) when ``rng.random() < ε``, and is greedy otherwise: a uniform choice among all
+    maxima (``break_ties=True``, the default: a table of zeros must not always pick action 0),
+    or the first maximum with ``break_ties=False``. ``prob`` gives ε/n to each of the n legal
     actions plus 1-ε to the greedy choice (split over the maxima with ``break_ties``).
     ``prob`` and ``epsilon`` never advance ``step``.
 
@@ -78,7 +79,7 @@ class EpsilonGreedyExplorer(Explorer):
     warmup_steps: int = 0
     decay_steps: int = 0
     step: int = 1
-    break_ties: bool = False
+    break_ties: bool = True
     rng: Any = None
 
     def __post_init__(self) -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from stagerl.core.dispatch import optimise, plan
+import gymnasium
+
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan
+from stagerl.core.env import VectorEnv
 from stagerl.core.policy import Policy
 from stagerl.core.stages import PostActStage
 from stagerl.policies.explorers import GreedyExplorer
@@ -60,6 +63,40 @@ class QBasedPolicy(Policy):
         self._bound_env: Any = None
         self._mask_name: str | None = None
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_bound_env"] = None  # bound again at the next plan
+        return state
+
+    def validate(self, env: Any) -> None:
+        """A tabular learner needs a ``Discrete`` state space of at most its ``n_states``
+        states (and a ``Discrete`` action space of its ``n_actions``)."""
+        approximator = getattr(self.learner, "approximator", None)
+        n_states = getattr(approximator, "n_states", None)
+        if n_states is None:
+            return
+        vector = isinstance(env, VectorEnv)
+        spaces = [("state", env.single_state_space if vector else env.state_space, n_states)]
+        n_actions = getattr(approximator, "n_actions", None)
+        if n_actions is not None:
+            spaces.append(("action",
+                           env.single_action_space if vector else env.action_space, n_actions))
+        for what, space, n in spaces:
+            if not isinstance(space, gymnasium.spaces.Discrete):
+                raise TypeError(
+                    f"{type(approximator).__name__} indexes a table by {what}, but "
+                    f"{type(env).__name__}'s {what} space is {space}; a tabular learner needs "
+                    f"Discrete {what}s (discretise them, e.g. with a gymnasium "
+                    "ObservationWrapper, or use a network-based algorithm such as "
+                    "stagerl.algorithms.dqn)"
+                )
+            if int(space.start) != 0 or int(space.n) > n:
+                raise ValueError(
+                    f"{type(approximator).__name__} has {n} {what}s (0..{n - 1}), but "
+                    f"{type(env).__name__}'s {what} space is {space}; build it with "
+                    f"n_{what}s={int(space.start) + int(space.n)}"
+                )
+
     def _bind(self, env: Any) -> None:
         # Resolved once per env, not per step: whether (and under which name) it has a mask.
         self._bound_env = env
@@ -70,18 +107,24 @@ class QBasedPolicy(Policy):
         return {
             "table": self.learner.state_dict()["table"],
             "explorer": {} if explorer_state is None else explorer_state(),
+            "explorer_kind": type(self.explorer).__name__,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Loads the table; the explorer's counters and rng only into an explorer of the same
+        kind (a greedy policy can take an epsilon-greedy one's table, and keeps its own
+        explorer)."""
         self.learner.load_state_dict({"table": state["table"]})
-        if state.get("explorer"):
-            self.explorer.load_state_dict(state["explorer"])
+        explorer_state = state.get("explorer")
+        kind = state.get("explorer_kind", type(self.explorer).__name__)
+        if explorer_state and kind == type(self.explorer).__name__:
+            self.explorer.load_state_dict(explorer_state)
 
     def __repr__(self) -> str:
         return f"QBasedPolicy({self.learner!r}, {self.explorer!r})"
 
 
-@plan.dispatch
+@plan.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _plan_q_based(policy: QBasedPolicy, env):
     if env is not policy._bound_env:
         policy._bind(env)
@@ -94,7 +137,7 @@ def _plan_q_based(policy: QBasedPolicy, env):
     return policy.explorer.plan(values, mask)
 
 
-@optimise.dispatch
+@optimise.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _optimise_q_based(policy: QBasedPolicy, stage: PostActStage, trajectory):
     update = policy.learner.update
     for batch in trajectory:

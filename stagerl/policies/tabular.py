@@ -6,15 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from trajectories.checks import require_positive_int
+
 __all__ = ["TabularQApproximator", "TabularVApproximator"]
-
-
-def _check_count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {name}={value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, got {name}={value!r}")
-    return int(value)
 
 
 def _load_table(owner: Any, state: dict[str, Any]) -> None:
@@ -43,8 +37,8 @@ class TabularQApproximator:
     """
 
     def __init__(self, n_states: int, n_actions: int, init: float = 0.0):
-        self.n_states = _check_count("n_states", n_states)
-        self.n_actions = _check_count("n_actions", n_actions)
+        self.n_states = require_positive_int(type(self).__name__, "n_states", n_states)
+        self.n_actions = require_positive_int(type(self).__name__, "n_actions", n_actions)
         self.table = np.full((self.n_states, self.n_actions), float(init), dtype=np.float64)
 
     def values(self, state: Any) -> np.ndarray:
@@ -82,7 +76,7 @@ class TabularVApproximator:
     """
 
     def __init__(self, n_states: int, init: float = 0.0):
-        self.n_states = _check_count("n_states", n_states)
+        self.n_states = require_positive_int(type(self).__name__, "n_states", n_states)
         self.table = np.full(self.n_states, float(init), dtype=np.float64)
 
     def values(self, state: Any) -> Any:

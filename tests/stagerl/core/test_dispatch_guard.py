@@ -1,5 +1,5 @@
 """Guards on the generic functions: faithful signatures everywhere, cached calls, and the
-precedence rules that let a user's method beat stagerl's defaults (DESIGN §2).
+precedence rules that let a user's method beat stagerl's defaults.
 
 One unfaithful type in any method turns plum's per-type cache off for every call of that
 function (a cached call costs ~0.4 µs, an uncached one 4-18 µs), so every module that registers

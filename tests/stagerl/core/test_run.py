@@ -1,4 +1,4 @@
-"""run() and Experiment: the exact order of calls (DESIGN §3), errors, and the resolved loop.
+"""run() and Experiment: the exact order of calls, errors, and the resolved loop.
 
 Test-only envs, policies and hooks record every call into one shared log.
 """
@@ -390,10 +390,8 @@ def test_an_env_done_right_after_reset_raises_before_any_pre_episode_call():
         ({"stop_condition": lambda p, e: True}, ["StopCondition"]),
         ({"hook": print}, ["hook", "DoEveryNSteps"]),
         ({"hook": "csv"}, ["'csv'", "Hook"]),
-        (
-            {"reset_condition": rl.StopAfterNSteps(3, progress=False)},
-            ["ResetCondition", "ResetAfterNSteps"],
-        ),
+        ({"reset_condition": 3}, ["ResetCondition", "ResetAfterNSteps", "check(policy, env)"]),
+        ({"stop_condition": object()}, ["check(policy, env)", "StopAfterNSteps"]),
     ],
 )
 def test_bad_arguments_raise_type_errors_naming_the_value_and_the_fix(kwargs, words):
@@ -418,7 +416,7 @@ def test_a_gymnasium_env_or_a_non_policy_is_refused_with_the_fix():
 
 
 def plain_run(policy, env, stop_condition, hook, reset_condition):
-    """DESIGN §3 written out with a plum call for every call (the reference)."""
+    """The loop of docs/loop.md written out with a plum call for every call (the reference)."""
     S = rl
     rl.push(hook, S.PreExperimentStage(), policy, env)
     rl.push(policy, S.PreExperimentStage(), env)
@@ -629,7 +627,7 @@ def test_an_agent_records_every_step_of_a_run_in_its_trajectory():
                   rl.StepsPerEpisode())
     steps = hook.steps
     assert sum(steps) == 123
-    # DESIGN §8: one padding row between episodes, none after the last
+    # one padding row between episodes, none after the last
     assert sum(steps) + len(steps) - 1 == len(trajectory.container)
 
 

@@ -1,4 +1,4 @@
-"""RandomWalk1D (DESIGN §4) and the toy FixedLengthEnv."""
+"""RandomWalk1D and the toy FixedLengthEnv."""
 
 from __future__ import annotations
 

@@ -109,3 +109,98 @@ def test_same_seed_gives_the_same_learning_run_twice():
     assert rewards_a == rewards_b
     np.testing.assert_array_equal(table_a, table_b)
     assert rewards_a != rewards_c
+
+
+# ---- episodes ended by a time limit count as finished episodes ------------------------------
+
+
+def test_truncated_episodes_count_as_finished_for_an_episode_controller_on_one_env():
+    # FixedLengthEnv(10, time_limit=3): every episode is cut at 3 steps, none terminates.
+    controller = rl.EpisodeSampleRatioController(ratio=1.0, threshold=1)
+    trajectory = rl.Trajectory(rl.CircularArraySARTSTraces(capacity=100), controller=controller)
+    agent = rl.Agent(rl.RandomPolicy(rng=0), trajectory)
+    rl.run(agent, rl.FixedLengthEnv(10, time_limit=3), rl.StopAfterNEpisodes(5, progress=False))
+    assert controller.n_episodes == 5
+    assert not trajectory.container["terminal"].any()  # still bootstrapped transitions
+    assert "truncated" not in trajectory.keys()  # the controller's alone: not stored
+
+
+def test_truncated_episodes_of_every_sub_env_count_as_finished():
+    # CartPole cut at 5 steps: each sub-env's episodes end truncated (a pole stands 5 steps).
+    env = rl.GymVectorEnv("CartPole-v1", num_envs=3, seed=0, max_episode_steps=5)
+    controller = rl.EpisodeSampleRatioController()
+    traces = rl.CircularArraySARTSTraces(capacity=300, state=(np.float32, (4,)))
+    agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(traces, controller=controller))
+    steps = rl.StepsPerEpisode()
+    rl.run(agent, env, rl.StopAfterNSteps(3 * 22, progress=False), steps)
+    # NEXT_STEP autoreset: the acts 1-5, 7-11, 13-17 are steps (6, 12, 18 only reset), so 22
+    # acts finish 3 episodes per sub-env, and the stop cuts a fourth after 4 steps.
+    assert controller.n_episodes == 9
+    assert steps.steps == [5] * 9 + [4] * 3
+
+
+def test_bare_traces_are_wrapped_in_a_trajectory_so_no_sample_crosses_an_episode():
+    traces = rl.CircularArraySARTSTraces(capacity=64)
+    agent = rl.Agent(rl.RandomPolicy(rng=0), traces)
+    assert isinstance(agent.trajectory, rl.Trajectory)
+    assert agent.trajectory.container.traces is traces
+    rl.run(agent, rl.FixedLengthEnv(4), rl.StopAfterNSteps(40, progress=False))
+    batch = rl.BatchSampler(512, rng=0).sample(agent.trajectory.container)
+    # FixedLengthEnv's states count the steps: a transition inside an episode goes one up.
+    np.testing.assert_array_equal(batch["next_state"], batch["state"] + 1)
+
+
+# ---- Policy.to moves what a torch policy holds -----------------------------------------------
+
+
+def test_policy_to_moves_modules_optimiser_state_tensors_and_approximators_by_default():
+    import torch
+
+    class Reinforce(rl.Policy):  # a user's policy that does not override to()
+        def __init__(self):
+            self.net = torch.nn.Linear(4, 2)
+            self.optimiser = torch.optim.Adam(self.net.parameters())
+            self.log_std = torch.nn.Parameter(torch.zeros(2))
+            self.baseline = torch.zeros(3)
+            self.critic = rl.Approximator(torch.nn.Linear(4, 1), torch.optim.SGD(
+                torch.nn.Linear(1, 1).parameters(), lr=0.1))
+            self.buffers = [torch.ones(2), {"x": torch.ones(1)}]
+
+    policy = Reinforce()
+    policy.net(torch.ones(1, 4)).sum().backward()
+    policy.optimiser.step()  # Adam now has state tensors
+    moved = []
+    real_to = torch.Tensor.to
+
+    def spy(self, *args, **kwargs):
+        moved.append(args[0] if args else kwargs.get("device"))
+        return real_to(self, *args, **kwargs)
+
+    torch.Tensor.to = spy
+    try:
+        assert policy.to("cpu") is policy
+    finally:
+        torch.Tensor.to = real_to
+    # the two Adam moments, the baseline, the parameter, both list entries (one in a dict)
+    assert sum(isinstance(d, torch.device) and d.type == "cpu" for d in moved) >= 6
+    assert isinstance(policy.log_std, torch.nn.Parameter)
+    assert policy.baseline.device.type == "cpu"
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_policy_to_cuda_moves_everything_there():
+    import torch
+
+    class Holder(rl.Policy):
+        def __init__(self):
+            self.net = torch.nn.Linear(4, 2)
+            self.optimiser = torch.optim.Adam(self.net.parameters())
+            self.tensor = torch.zeros(3)
+
+    policy = Holder()
+    policy.net(torch.ones(1, 4)).sum().backward()
+    policy.optimiser.step()
+    policy.to("cuda")
+    assert next(policy.net.parameters()).is_cuda and policy.tensor.is_cuda
+    state = policy.optimiser.state[next(policy.net.parameters())]
+    assert state["exp_avg"].is_cuda

@@ -84,7 +84,7 @@ def test_plan_explores_uniformly_over_legal_actions_only():
 
 
 def test_greedy_takes_first_argmax_without_break_ties():
-    explorer = constant_epsilon(0.0, rng=0)
+    explorer = constant_epsilon(0.0, break_ties=False, rng=0)
     assert {explorer.plan([1.0, 5.0, 5.0, 2.0]) for _ in range(50)} == {1}
     assert explorer.plan([1.0, 5.0, 5.0, 2.0], mask=[True, False, True, True]) == 2
 
@@ -99,8 +99,14 @@ def test_greedy_breaks_ties_uniformly_among_maxima():
     assert masked == {2, 4}
 
 
+def test_ties_are_broken_at_random_by_default():
+    assert rl.EpsilonGreedyExplorer(0.1).break_ties is True
+    explorer = constant_epsilon(0.0, rng=0)
+    assert {explorer.plan([0.0, 0.0]) for _ in range(50)} == {0, 1}
+
+
 def test_prob_vectors_exact():
-    explorer = constant_epsilon(0.2)
+    explorer = constant_epsilon(0.2, break_ties=False)
     e = 0.2 / 3
     assert explorer.prob([1.0, 3.0, 2.0]) == pytest.approx([e, e + 0.8, e])
     assert explorer.prob([3.0, 1.0, 3.0]) == pytest.approx([e + 0.8, e, e])
@@ -130,7 +136,7 @@ def test_seeded_explorers_reproduce():
 def test_batched_plan_and_prob():
     values_BA = np.array([[1.0, 2.0, 0.0], [5.0, 1.0, 1.0], [0.0, 0.0, 3.0], [2.0, 2.0, 9.0]])
     mask_BA = np.array([[1, 1, 1], [0, 1, 1], [1, 1, 1], [1, 1, 0]], dtype=bool)
-    greedy = constant_epsilon(0.0, rng=0)
+    greedy = constant_epsilon(0.0, break_ties=False, rng=0)
     actions = greedy.plan(values_BA, mask_BA)
     assert isinstance(actions, np.ndarray) and actions.dtype.kind == "i"
     assert actions.tolist() == [1, 1, 2, 0]
