@@ -51,7 +51,7 @@ def make_agent(n_states: int, n_actions: int, *, steps: int, gamma: float, lr: f
     """A Q-learning agent whose ε decays from 1.0 to 0.05 over the first half of ``steps``."""
     policy = rl.QBasedPolicy(
         rl.TDLearner(rl.TabularQApproximator(n_states, n_actions), "SARS", gamma=gamma, lr=lr),
-        rl.EpsilonGreedyExplorer(0.05, decay_steps=max(1, steps // 2), break_ties=True, rng=seed),
+        rl.EpsilonGreedyExplorer(0.05, decay_steps=max(1, steps // 2), rng=seed),
     )
     trajectory = rl.Trajectory(
         rl.CircularArraySARTSTraces(capacity=1), rl.DummySampler(), rl.InsertSampleRatioController()
@@ -66,13 +66,9 @@ def train(agent: rl.Agent, env: rl.Env, steps: int) -> tuple[int, float]:
     return len(hook.steps), time.perf_counter() - start
 
 
-def greedy_return(learner: rl.TDLearner, env: rl.Env, max_steps: int = 100) -> float:
+def greedy_return(agent: rl.Agent, env: rl.Env, max_steps: int = 100) -> float:
     """The return of one greedy episode (cut after ``max_steps`` steps, should it loop)."""
-    policy = rl.QBasedPolicy(learner, rl.GreedyExplorer())
-    stop = rl.StopIfAny(rl.StopAfterNEpisodes(1, progress=False),
-                        rl.StopAfterNSteps(max_steps, progress=False))
-    hook = rl.run(policy, env, stop, rl.TotalRewardPerEpisode())
-    return float(hook.rewards[-1])
+    return rl.evaluate(agent, env, episodes=1, max_episode_steps=max_steps)[0]
 
 
 def random_walk(steps: int, seed: int = 0) -> Result:
@@ -81,7 +77,7 @@ def random_walk(steps: int, seed: int = 0) -> Result:
     episodes, seconds = train(agent, env, steps)
     q_table = agent.policy.learner.approximator.table
     always_right = bool((np.argmax(q_table[1:-1], axis=1) == 1).all())
-    g = greedy_return(agent.policy.learner, rl.RandomWalk1D())
+    g = greedy_return(agent, rl.RandomWalk1D())
     return Result("RandomWalk1D", steps, episodes, seconds, g, always_right and g == 1.0,
                   f", always right: {always_right}")
 
@@ -90,8 +86,7 @@ def frozen_lake(steps: int, seed: int = 0) -> Result:
     env = rl.GymEnv("FrozenLake-v1", is_slippery=False, seed=seed)
     agent = make_agent(16, 4, steps=steps, gamma=0.95, lr=0.5, seed=seed)
     episodes, seconds = train(agent, env, steps)
-    g = greedy_return(agent.policy.learner,
-                      rl.GymEnv("FrozenLake-v1", is_slippery=False, seed=seed + 1))
+    g = greedy_return(agent, rl.GymEnv("FrozenLake-v1", is_slippery=False, seed=seed + 1))
     return Result("FrozenLake-v1 (is_slippery=False)", steps, episodes, seconds, g, g == 1.0)
 
 

@@ -15,13 +15,7 @@ Example:
     (500, 20)
 """
 
-from stagerl.experiments.registry import (
-    NamedExperiment,
-    configure,
-    describe,
-    load,
-    names,
-    run,
-)
+from stagerl.experiments.registry import NamedExperiment, configure, describe, load, names
+from stagerl.experiments.runner import run
 
 __all__ = ["NamedExperiment", "names", "describe", "load", "configure", "run"]

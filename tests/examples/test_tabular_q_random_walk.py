@@ -32,8 +32,7 @@ def test_random_walk_is_learned_in_a_thousand_steps(seed):
     assert result.episodes > 50
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", range(5))  # about half a second each: CI runs them
 def test_both_environments_are_solved_with_the_default_budget(seed):
     example = load_example()
     for result in (example.random_walk(example.DEFAULT_STEPS, seed),

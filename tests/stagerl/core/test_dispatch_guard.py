@@ -179,3 +179,54 @@ def test_a_missing_plan_names_the_method_to_define():
     planless = type("Planless", (rl.Policy,), {})()
     with pytest.raises(plum.NotFoundLookupError, match="@stagerl.plan.dispatch"):
         rl.plan(planless, Observed())
+
+
+# ---- every method stagerl registers yields to an equally specific user method ---------------
+
+
+@pytest.mark.parametrize("function, method", _methods())
+def test_every_method_stagerl_registers_has_precedence_minus_one(function, method):
+    module = method.implementation.__module__ or ""
+    if not module.startswith("stagerl."):
+        pytest.skip("a test's or a user's method")
+    assert method.signature.precedence == -1, (
+        f"{module}.{method.implementation.__qualname__} has precedence "
+        f"{method.signature.precedence}; register it with precedence=-1 so that a user's equally "
+        "specific method wins"
+    )
+
+
+class MyTotals(rl.TotalRewardPerEpisode):
+    pass
+
+
+@rl.push.dispatch
+def _push_my_totals(hook: MyTotals, stage: rl.Stage, policy, env):
+    hook.rewards.append(("mine", type(stage).__name__))
+
+
+def test_a_subclass_of_a_built_in_hook_with_an_equally_specific_method_wins():
+    hook = MyTotals()
+    rl.push(hook, rl.PostEpisodeStage(), None, Observed())
+    assert hook.rewards == [("mine", "PostEpisodeStage")]
+
+
+class MyQ(rl.QBasedPolicy):
+    pass
+
+
+@rl.plan.dispatch
+def _plan_my_q(policy: MyQ, env):
+    return "mine"
+
+
+@rl.optimise.dispatch
+def _optimise_my_q(policy: MyQ, stage: rl.Stage, trajectory):
+    policy.learned = type(stage).__name__
+
+
+def test_a_subclass_of_q_based_policy_with_equally_specific_methods_wins():
+    policy = MyQ(rl.TDLearner(rl.TabularQApproximator(7, 2)), rl.GreedyExplorer())
+    assert rl.plan(policy, Observed()) == "mine"
+    rl.optimise(policy, rl.PostActStage(), None)
+    assert policy.learned == "PostActStage"

@@ -65,15 +65,15 @@ def test_total_reward_per_episode_sums_and_resets():
 
 
 def test_time_per_step_measures_between_post_acts_and_keeps_the_last_max_steps():
-    hook = rl.TimePerStep(max_steps=3)
-    time.sleep(0.01)
+    clock = iter([10.0, 10.5, 10.75, 11.0, 12.0, 12.25]).__next__  # an injected clock
+    hook = rl.TimePerStep(max_steps=3, clock=clock)
     env = ScriptedEnv()
     rl.push(hook, POST_ACT, None, env)
-    assert hook.times[0] >= 0.01  # the first one: since construction
+    assert hook.times == [0.5]  # the first one: since construction (10.0)
     for _ in range(4):
         rl.push(hook, POST_ACT, None, env)
-    assert len(hook.times) == 3 and all(0 <= t < 0.01 for t in hook.times)
-    assert rl.TimePerStep().max_steps == 100
+    assert hook.times == [0.25, 1.0, 0.25]  # the last 3 of 0.5, 0.25, 0.25, 1.0, 0.25
+    assert rl.TimePerStep().max_steps == 100 and rl.TimePerStep().clock is time.perf_counter
 
 
 def test_do_every_n_steps_calls_f_with_the_step_count():
@@ -157,9 +157,12 @@ def test_plus_builds_a_flat_composed_hook_whose_members_run_left_to_right():
     first = rl.DoEveryNSteps(lambda t, p, e: order.append("first"))
     second = rl.DoEveryNSteps(lambda t, p, e: order.append("second"))
     third = rl.DoEveryNSteps(lambda t, p, e: order.append("third"))
-    hook = (first + second) + (rl.EmptyHook() + third)
+    empty = rl.EmptyHook()
+    hook = (first + second) + (empty + third)
     assert isinstance(hook, rl.ComposedHook) and len(hook) == 4
-    assert [hook[i] for i in range(4)] == [first, second, hook[2], third]
+    assert [hook[i] for i in range(4)] == [first, second, empty, third]
+    assert [hook[i] is member for i, member in enumerate((first, second, empty, third))] == [
+        True, True, True, True]
     assert list(hook) == list(hook.hooks)
     play(hook, [[0.0]])
     assert order == ["first", "second", "third"]

@@ -644,11 +644,54 @@ def test_an_agent_run_with_sampling_trajectory_and_hooks_matches_the_plain_loop(
     plain, resolved = build(), build()
     plain_run(*plain)
     rl.run(*resolved)
+    # 60 inserted, threshold 5, ratio 1: 56 samples allowed; RandomPolicy does not learn, so
+    # the Agent's optimise forwards to a no-op and nothing is sampled in either loop...
+    assert plain[0].trajectory.controller.n_sampled == resolved[0].trajectory.controller.n_sampled
+    # ...and the batches a learner would get are the same in both.
     for key in ("state", "action", "reward", "terminal", "next_state"):
         assert np.array_equal(plain[0].trajectory.container[key],
                               resolved[0].trajectory.container[key])
     assert plain[3][0].rewards == resolved[3][0].rewards
     assert plain[3][1].steps == resolved[3][1].steps
+    for a, b in zip(plain[0].trajectory, resolved[0].trajectory, strict=True):
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+class SamplingPolicy(rl.Policy):
+    """Learns nothing, but takes every batch the trajectory allows and keeps it."""
+
+    def __init__(self):
+        self.batches = []
+
+
+@rl.plan.dispatch
+def _plan_sampling(policy: SamplingPolicy, env):
+    return int(env.state) % 2
+
+
+@rl.optimise.dispatch
+def _optimise_sampling(policy: SamplingPolicy, stage: rl.PostActStage, trajectory):
+    for batch in trajectory:
+        policy.batches.append(batch)
+
+
+def test_an_agent_that_samples_gets_the_same_batches_in_the_resolved_and_the_plain_loop():
+    def build():
+        trajectory = rl.Trajectory(
+            rl.CircularArraySARTSTraces(capacity=50), rl.BatchSampler(4, rng=0),
+            rl.InsertSampleRatioController(threshold=5),
+        )
+        return (rl.Agent(SamplingPolicy(), trajectory), rl.RandomWalk1D(),
+                rl.StopAfterNSteps(60, progress=False),
+                rl.TotalRewardPerEpisode() + rl.StepsPerEpisode(), rl.ResetIfEnvTerminated())
+
+    plain, resolved = build(), build()
+    plain_run(*plain)
+    rl.run(*resolved)
+    batches_plain, batches_resolved = plain[0].policy.batches, resolved[0].policy.batches
+    assert len(batches_resolved) == resolved[0].trajectory.controller.n_sampled == 56
+    for a, b in zip(batches_plain, batches_resolved, strict=True):
+        assert all(np.array_equal(a[k], b[k]) for k in ("state", "action", "reward"))
 
 
 def test_a_stop_signal_set_from_another_thread_ends_the_run():

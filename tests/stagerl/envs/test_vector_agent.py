@@ -137,8 +137,23 @@ def test_truncation_is_stored_bootstrapped(mode):
 
 def test_sarts_and_same_step_store_the_true_final_observation():
     agent, _ = run_vector(AutoresetMode.SAME_STEP, 6)
-    next_states = {r[1] for r in transitions(agent.trajectory.container)}
-    assert (0, 0, 2) in next_states and (1, 0, 3) in next_states  # final observations
+    container = agent.trajectory.container
+
+    def lane(i):
+        rows = lane_rows(container, i)
+        return [(tuple(s), tuple(n), bool(t)) for s, n, t in zip(
+            container.take("state", rows).tolist(), container.take("next_state", rows).tolist(),
+            container.take("terminal", rows), strict=True)]
+
+    # Each episode's last transition leads to its true final observation ([lane, episode, t]),
+    # not to the next episode's first state that SAME_STEP autoreset put in env.state; lane 0's
+    # second episode is truncated at t = 3 (a time limit of length + 1): bootstrapped.
+    assert lane(0) == [((0, 0, 0), (0, 0, 1), False), ((0, 0, 1), (0, 0, 2), True),
+                       ((0, 1, 0), (0, 1, 1), False), ((0, 1, 1), (0, 1, 2), False),
+                       ((0, 1, 2), (0, 1, 3), False), ((0, 2, 0), (0, 2, 1), False)]
+    assert lane(1) == [((1, 0, 0), (1, 0, 1), False), ((1, 0, 1), (1, 0, 2), False),
+                       ((1, 0, 2), (1, 0, 3), True), ((1, 1, 0), (1, 1, 1), False),
+                       ((1, 1, 1), (1, 1, 2), False), ((1, 1, 2), (1, 1, 3), False)]
 
 
 def test_async_vector_env():
