@@ -1,7 +1,8 @@
 """stagerl: a staged, multiply-dispatched reinforcement-learning toolkit.
 
 Public API only; no logic lives here. The trajectories package is re-exported, so
-``stagerl.Trajectory is trajectories.Trajectory``.
+``stagerl.Trajectory is trajectories.Trajectory``. The torch-based names (``Approximator``,
+``TargetNetwork``) are imported on first use: ``import stagerl`` does not import torch.
 """
 
 import trajectories
@@ -59,7 +60,6 @@ from stagerl.policies.explorers import (
     WeightedSoftmaxExplorer,
 )
 from stagerl.policies.tabular import TabularQApproximator, TabularVApproximator
-from stagerl.policies.approximators import Approximator, TargetNetwork
 from stagerl.policies.learners import TDLearner
 from stagerl.policies.q_based import QBasedPolicy
 from stagerl.utils.returns import discount_rewards, generalized_advantage_estimation
@@ -145,3 +145,18 @@ __all__ = [
     "generalized_advantage_estimation",
     "RandomPolicy",
 ] + list(trajectories.__all__)
+
+
+# Imported on first use: they need torch, which most of stagerl (and its command line) does not.
+_LAZY = {
+    "Approximator": "stagerl.policies.approximators",
+    "TargetNetwork": "stagerl.policies.approximators",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from stagerl.policies import approximators
+
+        return getattr(approximators, name)
+    raise AttributeError(f"module 'stagerl' has no attribute {name!r}")
