@@ -8,8 +8,7 @@ from trajectories._casting import CastError, TraceKeyError
 from trajectories.buffers import CircularArrayBuffer, ElasticArrayBuffer
 from trajectories.controllers import EpisodeSampleRatioController, InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
-from trajectories.laned_trajectory import split_lanes
-from trajectories.lanes import LanedEpisodesBuffer
+from trajectories.lanes import LanedEpisodesBuffer, split_lanes
 from trajectories.normalization import NormalizedTraces, Normalizer
 from trajectories.presets import (
     CircularArraySARTSATraces,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["CastError", "TraceKeyError", "as_shape", "coerce_frame", "coerce_frames",
-           "fast_tables"]
+           "fast_tables", "declare_hint"]
 
 
 class CastError(TypeError, ValueError):
@@ -69,14 +69,25 @@ def _short(value) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
-def _cast(arr: np.ndarray, dtype: np.dtype, value, name: str) -> np.ndarray:
+def declare_hint(name: str, frame) -> str:
+    """How to declare trace ``name`` for frames like ``frame`` (empty for non-numeric ones)."""
+    arr = np.asarray(frame)
+    if arr.dtype.kind not in "biuf":
+        return ""
+    dtype = "bool_" if arr.dtype.kind == "b" else arr.dtype.name
+    return (f"; if one step's {name} is such a value, declare the trace for it: "
+            f"{name}=(np.{dtype}, {arr.shape}) in the preset, or build the preset with env=")
+
+
+def _cast(arr: np.ndarray, dtype: np.dtype, value, name: str, frame_axis: int = 0) -> np.ndarray:
     src, tk = arr.dtype, dtype.kind
     if src == dtype:
         return arr
 
     def fail(why):
+        hint = declare_hint(name, arr[(0,) * frame_axis] if arr.size else arr)
         return CastError(f"cannot store {_short(value)} in trace {name!r} of dtype {dtype}: "
-                         f"{why}; convert it to {dtype} first")
+                         f"{why}{hint}; else convert it to {dtype}")
 
     k = src.kind
     if tk in "fc":
@@ -131,9 +142,10 @@ def coerce_frame(value, dtype, frame_shape, name) -> np.ndarray:
     """One frame (or a scalar, which fills the frame) as ``dtype``; raises before any write."""
     arr = _as_array(value, dtype, name)
     if arr.shape != frame_shape and arr.shape != ():
-        raise ValueError(f"trace {name!r} takes frames of shape {frame_shape}, got "
-                         f"{_short(value)} of shape {arr.shape}; pass one frame of shape "
-                         f"{frame_shape} (or a scalar to fill it)")
+        hint = declare_hint(name, arr)
+        raise ValueError(f"trace {name!r} takes frames of shape {frame_shape} ({dtype}), got "
+                         f"{_short(value)} of shape {arr.shape} ({arr.dtype}){hint}; else "
+                         f"pass one frame of shape {frame_shape} (or a scalar to fill it)")
     return _cast(arr, dtype, value, name)
 
 
@@ -141,6 +153,8 @@ def coerce_frames(values, dtype, frame_shape, name) -> np.ndarray:
     """Many frames along the first axis as ``dtype``, shape ``(n, *frame_shape)``."""
     arr = _as_array(values, dtype, name)
     if arr.ndim != len(frame_shape) + 1 or arr.shape[1:] != frame_shape:
-        raise ValueError(f"trace {name!r} appends frames of shape {frame_shape}, got an array "
-                         f"of shape {arr.shape}; pass shape (n, *{frame_shape})")
-    return _cast(arr, dtype, values, name)
+        hint = declare_hint(name, arr[0]) if arr.ndim and len(arr) else ""
+        raise ValueError(f"trace {name!r} appends frames of shape {frame_shape} ({dtype}), got "
+                         f"an array of shape {arr.shape}{hint}; else pass shape "
+                         f"(n, *{frame_shape})")
+    return _cast(arr, dtype, values, name, frame_axis=1)

@@ -5,8 +5,9 @@ and ``lens`` (int32: episode length) share one geometry (start, n, tail) with on
 like `CircularArrayBuffer`. Unbounded (``capacity=inf``) rings double when full.
 
 ``lens`` is written lazily: an episode's entries get its length once, when the next episode
-starts (`finish_episode`); until then, readers substitute the current episode's length
-(``step - 1``) over its entries. This keeps every push O(1) instead of O(episode length).
+starts (`EpisodesBuffer._finish_episode`); until then, readers substitute the current
+episode's length (``step - 1``) over its entries. This keeps every push O(1) instead of
+O(episode length).
 """
 
 from __future__ import annotations
@@ -48,18 +49,20 @@ class EpisodeMeta:
         self.start, self.tail = 0, self.n
 
     # -- one entry (the hot path) ---------------------------------------------------------------
-    def append(self, step: int, back: int = 0) -> None:
-        """Mark the entry ``back`` places before the end sampleable (0: none), then append a
-        not-sampleable entry with step number ``step``, evicting the oldest when full."""
+    def append(self, step: int, back: int = 0, evict: bool = False) -> None:
+        """Mark the entry ``back`` places before the end sampleable (0: none; nothing when there
+        is no such entry), then append a not-sampleable entry with step number ``step``,
+        dropping the oldest entry when full or when ``evict`` (the states' ring dropped its
+        oldest state)."""
         samp, P = self.samp, self.P
-        if back:
+        if back and back <= self.n:
             p = self.tail - back
             if p < 0:
                 p += P
             if not samp[p]:
                 samp[p] = True
                 self.n_samp += 1
-        if self.n == self.capacity:
+        if self.n and (evict or self.n == self.capacity):
             s = self.start
             if samp[s]:
                 samp[s] = False
@@ -77,7 +80,10 @@ class EpisodeMeta:
         self.step = step
 
     def mark(self, back: int, value: bool) -> None:
-        """Set the sampleable flag of the entry ``back`` places before the end (1 = last)."""
+        """Set the sampleable flag of the entry ``back`` places before the end (1 = last), if
+        there is one."""
+        if back > self.n:
+            return
         p = (self.tail - back) % self.P
         if bool(self.samp[p]) is not value:
             self.samp[p] = value

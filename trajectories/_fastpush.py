@@ -1,7 +1,8 @@
 """Straight-line push functions, generated once per (layout, set of pushed names).
 
 A step pushes 4-8 values; a Python call per value and per ring pointer update costs more than
-the numpy writes themselves (DESIGN §12 budgets a push at a few times a hand-written ring).
+the numpy writes themselves (a push should cost a few times a hand-written numpy ring:
+benchmarks/trajectories.py measures it).
 So, like `dataclasses` and `namedtuple`, we generate the code once: for each value an inline
 check that numpy stores it exactly (else the checked, raising conversion), then, only when
 every value passed, the writes into the spare slots and the pointer moves. Only rings
@@ -30,16 +31,17 @@ def _int_range(dtype):
     return 1, 0  # never: other dtypes take the checked path
 
 
-def push_body(writes, pads, lead, others):
-    """Source lines (indented once) and namespace that push ``row`` into the rings.
+def push_body(writes, pads, leads, others):
+    """Source lines (indented once) and namespace that push ``row`` into the rings, leaving
+    ``evict`` (whether a row was dropped everywhere) set.
 
-    ``writes``: (name, buffer) pairs; ``pads``: buffers given a zero frame; ``lead``: the
-    buffer whose overflow evicts a row everywhere (or None); ``others``: buffers not written.
+    ``writes``: (name, buffer) pairs; ``pads``: buffers given a zero frame; ``leads``: the
+    written buffers whose overflow evicts a row everywhere; ``others``: buffers not written.
     Returns None when a buffer is not a ring."""
     bufs = [b for _, b in writes] + list(pads)
     if not all(type(b) is CircularArrayBuffer for b in bufs):
         return None
-    ns = {"ndarray": np.ndarray, "lead": lead, "others": others}
+    ns = {"ndarray": np.ndarray, "others": others}
     lines = []
     for j, (name, b) in enumerate(writes):
         fast_types = {t for t in b._fast_types if t is not int}
@@ -59,7 +61,10 @@ def push_body(writes, pads, lead, others):
             f"        x{j} = co{j}(x{j})",
         ]
     # Every value is valid now: nothing below can raise.
-    lines.append("    evict = lead._len == lead._cap" if lead is not None else "    evict = False")
+    for j, lead in enumerate(leads):
+        ns[f"lead{j}"] = lead
+    full = " or ".join(f"lead{j}._len == {lead._cap}" for j, lead in enumerate(leads))
+    lines.append(f"    evict = {full or 'False'}")
     for j, b in enumerate(bufs):
         ns[f"b{j}"], ns[f"d{j}"] = b, b._data
         value = f"x{j}" if j < len(writes) else "0"
@@ -85,14 +90,18 @@ def compile_function(header, lines, ns, name):
     return ns[name]
 
 
-def compile_push(writes, pads, lead, others):
-    """``push(row)`` for `push_body`'s arguments, or None when a buffer is not a ring."""
-    body = push_body(writes, pads, lead, others)
-    return None if body is None else compile_function("def push(row):", *body, "push")
+def compile_push(writes, pads, leads, others):
+    """``push(row) -> evict`` for `push_body`'s arguments, or None when a buffer is not a ring."""
+    body = push_body(writes, pads, leads, others)
+    if body is None:
+        return None
+    lines, ns = body
+    return compile_function("def push(row):", [*lines, "    return evict"], ns, "push")
 
 
 # EpisodesBuffer's full step: the phase check, the ring writes above, then EpisodeMeta.append
-# (with its `back` marking) inlined. Kept in step with EpisodeMeta.append; the tests run both.
+# (with its `back` marking) inlined, guards included. tests/trajectories/test_generated_paths.py
+# runs this and the general path (EpisodesBuffer._push_general) side by side.
 _STEP_TAIL = """\
     m = meta
     s = m.step
@@ -100,13 +109,14 @@ _STEP_TAIL = """\
     samp = m.samp
     P = m.P
     t = m.tail
-    if back:  # that entry is never sampleable yet (see EpisodesBuffer): no need to read it
+    if back and back <= m.n:
         p = t - back
         if p < 0:
             p += P
-        samp[p] = True
-        m.n_samp += 1
-    if {full}:
+        if not samp[p]:
+            samp[p] = True
+            m.n_samp += 1
+    if evict or m.n == {capacity}:
         o = m.start
         if samp[o]:
             samp[o] = False
@@ -120,16 +130,18 @@ _STEP_TAIL = """\
     return 1"""
 
 
-def compile_episode_step(body, eb, general, started, stepping):
-    """``step(row) -> 1`` for an `EpisodesBuffer` over plain rings; any other phase than a
-    running episode goes to ``general(row)`` (which checks the rules and raises)."""
+def compile_episode_step(body, eb, general, step_phases_from, stepping):
+    """``step(row) -> 1`` for an `EpisodesBuffer` over plain rings with a state multiplex; a
+    phase in which a step does not simply continue the episode goes to ``general(row)`` (which
+    checks the rules and raises). None where the metadata is unbounded (it grows)."""
     lines, ns = body
-    meta, lead = eb._meta, ns["lead"]
+    meta = eb._meta
     if not math.isfinite(meta.capacity):
-        return None  # unbounded metadata grows: EpisodeMeta.append handles that
+        return None
     ns.update(eb=eb, meta=meta, general=general, back_late=eb._back_late,
-              back_early=eb._back_early, started=started, stepping=stepping)
-    # One entry per state: when the states' ring evicts, so does the metadata ring.
-    full = "evict" if lead is not None and lead._cap == meta.capacity else "m.n == m.capacity"
-    header = "def step(row):\n    if eb._phase < started:\n        return general(row)"
-    return compile_function(header, [*lines, _STEP_TAIL.format(full=full)], ns, "step")
+              back_early=eb._back_early, step_phases_from=step_phases_from, stepping=stepping)
+    # One metadata entry per state: it drops its oldest when the states' ring does (`evict`).
+    header = ("def step(row):\n    if eb._phase < step_phases_from:\n"
+              "        return general(row)")
+    tail = _STEP_TAIL.format(capacity=int(meta.capacity))
+    return compile_function(header, [*lines, tail], ns, "step")

@@ -33,16 +33,9 @@ import math
 import numpy as np
 
 from trajectories._casting import as_shape, coerce_frame, coerce_frames, fast_tables
+from trajectories.checks import require_positive_int
 
 __all__ = ["CircularArrayBuffer", "ElasticArrayBuffer"]
-
-
-def _capacity(capacity) -> int:
-    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)):
-        raise TypeError(f"capacity must be an int, got capacity={capacity!r}")
-    if capacity <= 0:
-        raise ValueError(f"capacity must be positive, got capacity={capacity}")
-    return int(capacity)
 
 
 def _dtype(dtype) -> np.dtype:
@@ -186,7 +179,7 @@ class CircularArrayBuffer(_FrameBuffer):
     """
 
     def __init__(self, capacity: int, shape=(), dtype=np.float32):
-        self._cap = _capacity(capacity)
+        self._cap = require_positive_int(None, "capacity", capacity)
         self._P = self._cap + 1  # one spare physical slot, see the module docstring
         self._setup(as_shape(shape), _dtype(dtype))
         self._data = np.zeros((self._P, *self._fshape), dtype=self._dtype)

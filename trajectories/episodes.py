@@ -11,19 +11,18 @@ transition leaving that state)::
     step_numbers      1  2  3   1  2
     episodes_lengths  2  2  2   1  1
 
-Kinds of push (the four rules of DESIGN §8):
+The kinds of push (an episode's first state, a step, a ``next_action`` completion) and which
+may come when are the rules of `trajectories._episode_rules`; ``docs/trajectories.md`` explains
+them with the metadata.
 
-- *full*: every slot gets a value -> one transition (rule 2);
-- *partial*: only state-like multiplex slots (``state``, ``legal_actions_mask``) -> an
-  episode's first state (rule 1 into an empty buffer, rule 3 otherwise, via ``traces.pad``);
-- *completion*: ``next_action`` alone in layouts that have it (rule 4).
+Writes go only through the traces' push, pad and append (wrappers hook those), after every rule
+was checked; the metadata update cannot fail, so a push that raises leaves traces and metadata
+exactly as they were. The metadata follows the states' ring: when a push drops the oldest state
+(the lockstep of `Traces`), it drops its oldest entry.
 
-Writes go only through ``traces.push``/``traces.pad``/``traces.append`` (wrappers hook those),
-after every rule was checked; the metadata update cannot fail, so a push that raises leaves
-traces and metadata exactly as they were. The traces' ``slots`` must list only pushable slots.
-
-Samplers use ``is_sampleable_at(idx)``, ``step_number_at(idx)``, ``episode_length_at(idx)``
-(idx: int64 row indices), ``n_sampleable`` (O(1)) and ``sampleable_indices()`` (O(n)).
+Samplers use ``is_sampleable_at(idx)``, ``step_number_at(idx)``, ``episode_length_at(idx)``,
+``rows_ahead_at(idx)``, ``rows_behind_at(idx)`` (idx: int64 row indices), ``n_sampleable``
+(O(1)) and ``sampleable_indices()`` (O(n)).
 """
 
 from __future__ import annotations
@@ -35,14 +34,22 @@ import numpy as np
 
 from trajectories._casting import TraceKeyError, coerce_frame, coerce_frames
 from trajectories._episode_meta import EpisodeMeta
+from trajectories._episode_rules import (
+    COMPLETED,
+    COMPLETION,
+    EMPTY,
+    FULL,
+    PARTIAL,
+    STARTED,
+    STEP_PHASES_FROM,
+    STEPPING,
+    EpisodeRules,
+    classify_push,
+)
 from trajectories._fastpush import compile_episode_step, push_body
-from trajectories._push_kinds import _COMPLETION, _FULL, _PARTIAL, classify_push
-from trajectories.traces import Traces
+from trajectories.traces import Traces, frame_capacity
 
 __all__ = ["EpisodesBuffer"]
-
-# Where the last episode stands; a full step is allowed from _STARTED on (one comparison).
-_EMPTY, _COMPLETED, _STARTED, _STEPPING = range(4)
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -69,6 +76,10 @@ class EpisodesBuffer:
         (4, 4)
     """
 
+    # Full steps over plain rings run generated code (`_fastpush.compile_episode_step`); the
+    # tests switch it off on an instance to compare it with the general path.
+    _generated = True
+
     def __init__(self, traces):
         if isinstance(traces, EpisodesBuffer):
             raise TypeError("EpisodesBuffer got an EpisodesBuffer; pass its traces instead")
@@ -81,31 +92,55 @@ class EpisodesBuffer:
                              f"pass traces.empty_copy() or clear them first")
         self.traces = traces
         slots = tuple(tuple(s) for s in traces.slots)
-        self._n_slots = len(slots)
+        self._slots = slots
         self._slot_of = {name: i for i, s in enumerate(slots) for name in s}
         self._completion = next((s[1] for s in slots if len(s) == 2 and s[1] == "next_action"),
                                 None)
         self._multiplexed = any(len(s) == 2 for s in slots)
+        self._rules = EpisodeRules(self._multiplexed, self._completion)
         # Slots a partial push may name: the state-like multiplexes (not the action one).
         self._state_like = {i for i, s in enumerate(slots)
                             if len(s) == 2 and s[1] != self._completion}
         if not self._multiplexed:
             self._state_like = set(range(len(slots)))
-        self._slots = slots
-        cap = traces.capacity
-        self._meta = EpisodeMeta(cap + 1 if self._multiplexed and math.isfinite(cap) else cap)
-        self._phase = _EMPTY
-        self._kinds = {}     # tuple(row keys) -> kind of push
-        self._handlers = {}  # tuple(row keys) -> push handler, row -> transitions inserted
-        # Plain Traces hand out their compiled push per key set (saves a layer per step);
-        # wrappers that override push/pad are always called through them.
-        self._fast = isinstance(traces, Traces) and type(traces).push is Traces.push \
-            and type(traces).pad is Traces.pad
-        self._tpush = traces._push_row if self._fast else (lambda row: traces.push(**row))
-        self._tpad = traces._pad_row if self._fast else (lambda row: traces.pad(**row))
+        self._meta = EpisodeMeta(self._entries_capacity())
+        self._phase = EMPTY
         # Which entry a full step marks sampleable (places before the end; 0: none), from the
         # episode's second step on / before it. See _push_general.
         self._back_late, self._back_early = (1, 1) if self._completion is None else (2, 0)
+        self._bind()
+
+    def _entries_capacity(self):
+        """One metadata entry per stored state: the capacity of the states' ring (of the rows
+        without a state multiplex)."""
+        cap = self.traces.capacity
+        if not self._multiplexed or not math.isfinite(cap):
+            return cap
+        states = next(s for s in self._slots if len(s) == 2)[0]
+        found = frame_capacity(self.traces, states)
+        return found if found is not None else cap + 1 + (self._completion is not None)
+
+    def _bind(self):
+        """The per-key-set caches and the traces' push functions (rebuilt after unpickling)."""
+        traces = self.traces
+        self._kinds = {}     # tuple(row keys) -> kind of push
+        self._handlers = {}  # tuple(row keys) -> push handler, row -> transitions inserted
+        # Plain Traces hand out their compiled push per key set (saves a layer per step);
+        # wrappers that override push/pad are called through their own _push_row/_pad_row.
+        self._fast = isinstance(traces, Traces) and type(traces).push is Traces.push \
+            and type(traces).pad is Traces.pad
+        self._tpush = getattr(traces, "_push_row", None) or (lambda row: traces.push(**row))
+        self._tpad = getattr(traces, "_pad_row", None) or (lambda row: traces.pad(**row))
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for name in ("_kinds", "_handlers", "_fast", "_tpush", "_tpad"):
+            del state[name]  # caches and bound functions (compiled code among them)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._bind()
 
     # -- classification ---------------------------------------------------------------------------
     def _classify(self, keys: tuple) -> int:
@@ -120,45 +155,17 @@ class EpisodesBuffer:
         kind = self._classify(keys)
         push, pad = self._tpush, self._tpad
         if self._fast:  # the traces' compiled functions for exactly these keys
-            push, writes, lead, others = self.traces._plan(keys, False)
-            pad = self.traces._plan(keys, True)[0] if kind == _PARTIAL else None
+            push, writes, leads, others = self.traces._plan(keys, False)
+            pad = self.traces._plan(keys, True)[0] if kind == PARTIAL else None
         handler = partial(self._push_general, kind, push, pad)
-        if self._fast and kind == _FULL:
-            body = push_body(writes, (), lead, others)
+        if self._fast and kind == FULL and self._multiplexed and self._generated:
+            body = push_body(writes, (), leads, others)
             if body is not None:
-                handler = compile_episode_step(body, self, handler, _STARTED,
-                                               _STEPPING) or handler
+                handler = compile_episode_step(body, self, handler, STEP_PHASES_FROM,
+                                               STEPPING) or handler
         if len(self._handlers) < 64:
             self._handlers[keys] = handler
         return handler
-
-    def _phase_error(self, kind: int) -> ValueError:
-        ph, c = self._phase, self._completion
-        if kind == _FULL and ph == _EMPTY:
-            return ValueError("the first push into an empty buffer must be a partial push of the "
-                              "episode's first state, e.g. push(state=s0); got a full step")
-        if kind == _FULL:
-            return ValueError(f"a full push right after push({c}=...) : the episode is complete;"
-                              f" start the next one with a partial push, e.g. push(state=s0)")
-        if kind == _PARTIAL and ph == _STARTED:
-            return ValueError("a partial push right after a partial push (an episode with no "
-                              "step); push a full step first, or pop() the previous first state")
-        if kind == _PARTIAL:
-            return ValueError(f"the last episode is not complete: push({c}=a) with the action "
-                              f"at its final state before starting a new episode")
-        if ph == _COMPLETED:
-            return ValueError(f"push({c}=...) twice in a row: the episode is already complete")
-        return ValueError(f"push({c}=...) completes an episode's last step, but "
-                          f"{'the buffer is empty' if ph == _EMPTY else 'no step was pushed'}; "
-                          f"push a full step first")
-
-    def _allowed(self, kind: int) -> bool:
-        ph = self._phase
-        if kind == _FULL:
-            return ph == _STARTED or ph == _STEPPING or (ph == _EMPTY and not self._multiplexed)
-        if kind == _PARTIAL:
-            return ph != _STARTED and not (ph == _STEPPING and self._completion is not None)
-        return ph == _STEPPING
 
     # -- push -----------------------------------------------------------------------------------
     def push(self, **row) -> None:
@@ -175,36 +182,41 @@ class EpisodesBuffer:
     def _push_general(self, kind: int, push, pad, row: dict) -> int:
         # Every rule, for any traces; a full step over plain rings runs the generated
         # equivalent of the first branch (_fastpush.compile_episode_step) instead.
-        meta = self._meta
-        if kind == _FULL and self._phase >= _STARTED:
-            push(row)  # raises before writing anything
+        meta, phase = self._meta, self._phase
+        if kind == FULL and phase >= STEP_PHASES_FROM:
+            evict = push(row)  # raises before writing anything
             # The previous row is complete now; with next_action, the row before it (its next
             # action just arrived), which exists from the episode's second step on.
             step = meta.step
-            meta.append(step + 1, self._back_late if step >= 2 else self._back_early)
-            self._phase = _STEPPING
+            meta.append(step + 1, self._back_late if step >= 2 else self._back_early, evict)
+            self._phase = STEPPING
             return 1
-        if not self._allowed(kind):
-            raise self._phase_error(kind)
-        meta = self._meta
-        if kind == _FULL:              # first push of a layout without multiplex
-            push(row)
-            meta.append(1)
-            self._phase = _STEPPING
+        if not self._rules.allowed[kind][phase]:
+            raise self._rules.refusal(kind, phase)
+        if kind == FULL:              # first push of a layout without multiplex
+            meta.append(1, 0, push(row))
+            self._phase = STEPPING
             return 1
-        if kind == _COMPLETION:
-            push(row)
-            meta.mark(2, True)
-            self._phase = _COMPLETED
+        if kind == COMPLETION:
+            self._complete(push(row))
             return 0
-        if self._phase == _EMPTY:
-            push(row)
+        if phase == EMPTY:
+            evict = push(row)
         else:
-            pad(row)
+            evict = pad(row)
             self._finish_episode()
-        meta.append(1)
-        self._phase = _STARTED
+        meta.append(1, 0, evict)
+        self._phase = STARTED
         return 0
+
+    def _complete(self, evict) -> None:
+        """A ``next_action`` was pushed: the row before the newest state is complete. A full
+        action ring dropped the oldest row everywhere (``evict``): the oldest entry goes too."""
+        meta = self._meta
+        if evict:
+            meta.drop_first()
+        meta.mark(2, True)
+        self._phase = COMPLETED
 
     def _finish_episode(self) -> None:
         meta = self._meta
@@ -228,7 +240,7 @@ class EpisodesBuffer:
         nxt = columns.pop(self._completion, None) if self._completion else None
         keys = tuple(columns)
         kind = self._classify(keys) if keys else None
-        if kind != _FULL:
+        if kind != FULL:
             raise TraceKeyError(f"extend needs every trace {[s[0] for s in self._slots]}, "
                                 f"got {list(keys)}")
         if new_episode and not self._multiplexed:
@@ -247,34 +259,34 @@ class EpisodesBuffer:
                 raise ValueError(f"extend: column {n!r} has {k if k >= 0 else 'no'} rows, "
                                  f"expected {want}: {rule}")
         # Check the rules as the equivalent pushes would, before writing anything.
-        if new_episode and not self._allowed(_PARTIAL):
-            raise self._phase_error(_PARTIAL)
-        if T and not new_episode and not self._allowed(_FULL):
-            raise self._phase_error(_FULL)
-        if nxt is not None and T == 0 and (new_episode or self._phase != _STEPPING):
-            raise self._phase_error(_COMPLETION)
+        rules, phase = self._rules, self._phase
+        if new_episode and not rules.allowed[PARTIAL][phase]:
+            raise rules.refusal(PARTIAL, phase)
+        if T and not new_episode and not rules.allowed[FULL][phase]:
+            raise rules.refusal(FULL, phase)
+        if nxt is not None and T == 0 and (new_episode or phase != STEPPING):
+            raise rules.refusal(COMPLETION, STARTED if new_episode else phase)
         cols = {n: self._prepare(n, v) for n, v in columns.items()}
         if nxt is not None:
             ref = self.traces.take(self._completion, _NO_ROWS)
             if ref.dtype != object:
                 nxt = coerce_frame(nxt, ref.dtype, ref.shape[1:], self._completion)
-        # Write: first state (rule 1 or 3), the steps in one append, then the completion.
-        meta = self._meta
+        # Write: the first state, the steps in one append, then the completion.
         if new_episode:
             first = {n: cols[n][0] for n in state_like}
             cols = {n: cols[n][1:] if n in state_like else c for n, c in cols.items()}
-            if self._phase == _EMPTY:
-                self._tpush(first)
+            if phase == EMPTY:
+                evict = self._tpush(first)
             else:
-                self._tpad(first)
+                evict = self._tpad(first)
                 self._finish_episode()
-            meta.append(1)
-            self._phase = _STARTED
+            self._meta.append(1, 0, evict)
+            self._phase = STARTED
         if T:
             self.traces.append(**cols)
+            self._bulk_meta(T)
         if nxt is not None:
-            self._tpush({self._completion: nxt})
-        self._bulk_meta(T, nxt is not None)
+            self._complete(self._tpush({self._completion: nxt}))
         return T
 
     def _prepare(self, name, values):
@@ -283,22 +295,21 @@ class EpisodesBuffer:
             return np.asarray(values)
         return coerce_frames(values, ref.dtype, ref.shape[1:], name)
 
-    def _bulk_meta(self, T: int, completed: bool) -> None:
-        # Within the current episode, entry with step s is sampleable iff s <= th.
+    def _bulk_meta(self, T: int) -> None:
+        """The entries of ``T`` steps appended to the running episode (T > 0), as ``T`` full
+        pushes would leave them."""
+        # Within the running episode, the entry with step s is sampleable iff s <= th.
         meta = self._meta
         k = meta.step
         K = k + T
-        th = K - 1 if self._completion is None else K - 2 + completed
+        th = K - 1 if self._completion is None else K - 2
         for back in (2, 1):  # old entries whose flag may change: steps k-1 and k
             s = k - back + 1
-            if s >= 1 and back <= meta.n and T + completed:
+            if s >= 1:
                 meta.mark(back, bool(s <= th))
         steps = np.arange(k + 1, K + 1, dtype=np.int32)
         meta.extend(steps, steps <= th)
-        if T:
-            self._phase = _STEPPING
-        if completed:
-            self._phase = _COMPLETED
+        self._phase = STEPPING
 
     # -- read -----------------------------------------------------------------------------------
     def keys(self) -> tuple:
@@ -344,6 +355,17 @@ class EpisodesBuffer:
         current = idx >= meta.n - min(step, meta.n)  # the episode still being collected
         return np.where(current, step - 1, meta.lens[meta.phys(idx)])
 
+    def rows_ahead_at(self, idx: np.ndarray) -> np.ndarray:
+        """For each row: how many rows from it on (itself included) are stored, complete
+        transitions of its episode; how far an n-step return may follow it."""
+        return np.minimum(self.episode_length_at(idx) - self.step_number_at(idx) + 1,
+                          len(self.traces) - idx)
+
+    def rows_behind_at(self, idx: np.ndarray) -> np.ndarray:
+        """For each row: how many stored states of its episode end at its state (itself
+        included); how many frames a stack ending there may take."""
+        return np.minimum(self.step_number_at(idx), idx + 1)
+
     @property
     def n_sampleable(self) -> int:
         return self._meta.n_samp
@@ -376,40 +398,45 @@ class EpisodesBuffer:
 
     # -- remove ---------------------------------------------------------------------------------
     def pop(self):
-        """Remove the newest state (and the row leading to it); return the removed row."""
+        """Remove the newest state and the row leading to it; return that row (the values it
+        has, see `Traces.pop`).
+
+        Popping an episode's first state goes back to the previous episode, whose completion
+        (``next_action``) goes with the row; popping after a completion leaves the episode
+        completed one state earlier (the action taken there completes it)."""
         meta = self._meta
         if meta.n == 0:
             raise IndexError("pop from an empty EpisodesBuffer")
-        was_first_state = self._phase == _STARTED
+        was_first_state = self._phase == STARTED
         row = self.traces.pop()
         meta.drop_last()
         if meta.n == 0:
-            self._phase = _EMPTY
+            self._phase = EMPTY
             return row
         meta.mark(1, False)  # the new newest state has no row after it yet
         step = meta.step
-        if was_first_state:  # back in the previous episode; its completion went with the pad
-            self._phase = _STEPPING if step > 1 else _STARTED
-        elif self._phase == _STEPPING and step == 1:
-            self._phase = _STARTED
-        if self._completion is not None and self._phase != _COMPLETED and step >= 2:
+        if was_first_state:
+            self._phase = STEPPING if step > 1 else STARTED
+        elif self._phase == STEPPING and step == 1:
+            self._phase = STARTED
+        if self._completion is not None and self._phase != COMPLETED and step >= 2:
             meta.mark(2, False)  # its next action is gone
         return row
 
     def popleft(self):
-        """Remove the oldest state (and its row); return the removed row."""
+        """Remove the oldest state and its row; return that row (the values it has)."""
         if self._meta.n == 0:
             raise IndexError("popleft from an empty EpisodesBuffer")
         row = self.traces.popleft()
         self._meta.drop_first()
         if self._meta.n == 0:
-            self._phase = _EMPTY
+            self._phase = EMPTY
         return row
 
     def clear(self) -> None:
         self.traces.clear()
         self._meta.clear()
-        self._phase = _EMPTY
+        self._phase = EMPTY
 
     def __repr__(self) -> str:
         return (f"EpisodesBuffer({self.traces!r}, n_sampleable={self.n_sampleable})")

@@ -225,13 +225,24 @@ class NormalizedTraces(WrappedTraces):
                 norm.push(xs)
 
     def push(self, **row) -> None:
-        self.traces.push(**row)
+        self._push_row(row)
+
+    def _push_row(self, row: dict):
+        """`push` taking a dict; returns the inner traces' lockstep flag (see `Traces`)."""
+        own = getattr(self.traces, "_push_row", None)
+        evict = own(row) if own is not None else self.traces.push(**row)
         self._observe(row, many=False)
+        return evict
+
+    def _pad_row(self, row: dict):
+        own = getattr(self.traces, "_pad_row", None)
+        evict = own(row) if own is not None else self.traces.pad(**row)
+        self._observe(row, many=False)
+        return evict
 
     def append(self, **rows) -> None:
         self.traces.append(**rows)
         self._observe(rows, many=True)
 
     def pad(self, **row) -> None:
-        self.traces.pad(**row)
-        self._observe(row, many=False)
+        self._pad_row(row)

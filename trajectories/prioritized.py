@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from trajectories.sumtree import SumTree
+from trajectories.traces import frame_capacity
 from trajectories.wrapped import WrappedTraces
 
 __all__ = ["SumTree", "CircularPrioritizedTraces"]
@@ -48,6 +49,18 @@ class CircularPrioritizedTraces(WrappedTraces):
         if not isinstance(capacity, (int, np.integer)) or capacity <= 0:
             raise ValueError(f"CircularPrioritizedTraces needs bounded traces, "
                              f"got capacity={capacity}")
+        self._plain = frozenset(s[0] for s in traces.slots if len(s) == 1)
+        # The tree follows the plain columns frame for frame: as many leaves as they hold
+        # (a SARTSA layout holds one row more than its capacity, the row awaiting its action).
+        self._plain_name = min(self._plain) if self._plain else None
+        self._plain_buffer = None
+        if self._plain_name is not None:
+            capacity = frame_capacity(traces, self._plain_name) or capacity
+            inner = traces
+            while inner is not None and not hasattr(inner, "_where"):
+                inner = getattr(inner, "traces", None)
+            if inner is not None:
+                self._plain_buffer = inner._where[self._plain_name][1]
         if not (np.isfinite(default_priority) and default_priority >= 0):
             raise ValueError(f"default_priority must be finite and >= 0, got {default_priority}")
         clash = {"key", "priority"} & set(traces.keys())
@@ -56,9 +69,7 @@ class CircularPrioritizedTraces(WrappedTraces):
         self.default_priority = float(default_priority)
         self.priorities = SumTree(int(capacity))
         self._is_pad = np.zeros(int(capacity), dtype=bool)  # by the tree's physical slot
-        self._plain = frozenset(s[0] for s in traces.slots if len(s) == 1)
         self._next_key = 0
-        self._plain_rows = _row_counter(traces, self._plain)
         self._sync(self._plain_rows(), self.default_priority)
 
     def __repr__(self) -> str:
@@ -142,12 +153,21 @@ class CircularPrioritizedTraces(WrappedTraces):
                 tree.popleft()
 
     def push(self, **row) -> None:
-        self.traces.push(**row)
-        self._sync(0 if self._plain.isdisjoint(row) else 1, self.default_priority)
+        self._push_row(row)
 
     def pad(self, **row) -> None:
-        self.traces.pad(**row)
+        self._pad_row(row)
+
+    def _push_row(self, row: dict):
+        """`push` taking a dict; returns the inner traces' lockstep flag (see `Traces`)."""
+        evict = _pushed(self.traces, row, pad=False)
+        self._sync(0 if self._plain.isdisjoint(row) else 1, self.default_priority)
+        return evict
+
+    def _pad_row(self, row: dict):
+        evict = _pushed(self.traces, row, pad=True)
         self._sync(1 if self._plain else 0, 0.0, padding=True)
+        return evict
 
     def append(self, **rows) -> None:
         self.traces.append(**rows)
@@ -164,7 +184,7 @@ class CircularPrioritizedTraces(WrappedTraces):
         return {"key": key, "priority": priority, **row} if tagged and row else row
 
     def pop(self):
-        return self._removed(len(self) - 1, self.traces.pop, from_back=True)
+        return self._removed(self._plain_rows() - 1, self.traces.pop, from_back=True)
 
     def popleft(self):
         return self._removed(0, self.traces.popleft, from_back=False)
@@ -177,17 +197,17 @@ class CircularPrioritizedTraces(WrappedTraces):
     def empty_copy(self, capacity=None):
         return CircularPrioritizedTraces(self.traces.empty_copy(capacity), self.default_priority)
 
+    def _plain_rows(self) -> int:
+        """The number of frames in the plain columns (0 without plain columns)."""
+        if self._plain_buffer is not None:  # O(1) through a Traces
+            return len(self._plain_buffer)
+        return len(self.traces[self._plain_name]) if self._plain_name is not None else 0
 
-def _row_counter(traces, plain):
-    """A function giving the number of rows in the plain columns: O(1) through the buffer of a
-    `Traces` (also under wrappers), else by reading the column."""
-    if not plain:
-        return lambda: 0
-    name = min(plain)
-    inner = traces
-    while inner is not None and not hasattr(inner, "_where"):
-        inner = getattr(inner, "traces", None)
-    if inner is not None:
-        buffer = inner._where[name][1]
-        return buffer.__len__
-    return lambda: len(traces[name])
+
+def _pushed(traces, row: dict, pad: bool):
+    """Push (or pad) ``row`` into ``traces``; their lockstep flag when they report one."""
+    own = getattr(traces, "_pad_row" if pad else "_push_row", None)
+    if own is not None:
+        return own(row)
+    (traces.pad if pad else traces.push)(**row)
+    return None

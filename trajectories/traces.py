@@ -11,23 +11,27 @@ multiplex slot carries two names for one buffer, so each state is stored once::
 Row ``i`` of a `Traces` is frame ``i`` of every plain slot and the pair above of every
 multiplex slot; ``len`` is the shortest column.
 
-Lockstep: in a layout that has a multiplex slot, the first one (the states) *leads*: a push that
-overflows its ring drops the oldest frame of every other slot too, whether or not that slot is
-full. This keeps rows aligned when slots fill at different moments (the action multiplex of a
-SARTSA layout holds one frame less than the states mid-episode). Layouts without a multiplex
-behave as independent rings.
+Lockstep: in a layout that has a multiplex slot, a push that overflows the ring of any multiplex
+slot (the states, or the actions of a SARTSA layout) drops the oldest frame of every slot, whether
+or not that slot is full. This keeps rows aligned when slots fill at different moments (the action
+multiplex of a SARTSA layout holds one frame less than the states mid-episode, one more once the
+episode is completed). Layouts without a multiplex behave as independent rings.
 
 Internal contract (shared with `EpisodesBuffer`, the samplers and the wrappers):
 
 - ``keys()`` all names; ``slots`` the names of each slot (``(("state", "next_state"),
   ("action",), ...)``), only pushable storage; ``capacity``; ``len``; ``t[...]``.
-- ``push(**row)``: each given name gets one frame (a subset is a partial insert).
+- ``push(**row)``: each given name gets one frame (a subset is a partial insert);
+  ``_push_row(row)`` and ``_pad_row(row)`` do the same and return whether the push dropped the
+  oldest row of every slot (the lockstep above), which the episode metadata follows.
   ``append(**rows)``: each given name gets many frames (counts may differ per name).
   ``pad(**row)``: ``push(**row)`` plus one zero frame for every plain slot not named (the first
   state of a new episode). Every write validates the whole row first and writes nothing on error.
 - ``take(name, idx)``: column ``name`` at logical rows ``idx`` (valid int64 array); for the
   right name of a multiplex it reads buffer rows ``idx + 1``.
-- ``pop()``, ``popleft()`` (one frame off every non-empty slot; return the removed row),
+- ``pop()``, ``popleft()`` (one frame off every non-empty slot: the newest (oldest) state and the
+  row leading to it (leaving it); they return that row's values, without the names it has no
+  value for yet, such as the ``next_action`` of a row still waiting for it),
   ``clear()``, ``empty_copy(capacity=None)`` (same layout, dtypes and frame shapes, empty).
 """
 
@@ -40,9 +44,10 @@ import numpy as np
 
 from trajectories._casting import TraceKeyError
 from trajectories._fastpush import compile_push
-from trajectories.buffers import ElasticArrayBuffer, _capacity, _FrameBuffer, logical_indices
+from trajectories.buffers import ElasticArrayBuffer, _FrameBuffer, logical_indices
+from trajectories.checks import require_positive_int
 
-__all__ = ["Trace", "Traces", "MultiplexTraces"]
+__all__ = ["Trace", "Traces", "MultiplexTraces", "frame_capacity"]
 
 
 def _as_buffer(storage) -> _FrameBuffer:
@@ -153,10 +158,20 @@ class Traces:
             buf._name = slot[0]
             for off, name in enumerate(slot):
                 self._where[name] = (i, buf, off)
-        self._leader = next((b for b, m in zip(self._bufs, self._mux, strict=True) if m), None)
-        self._plans = {}      # tuple(row keys) -> precomputed write plan, for push
+        self._leaders = tuple(b for b, m in zip(self._bufs, self._mux, strict=True) if m)
+        self._clear_plans()
+
+    def _clear_plans(self):
+        # Write plans per key set, compiled code among them: caches, rebuilt when needed.
+        self._plans = {}      # tuple(row keys) -> push function, for push
         self._pad_plans = {}  # the same for pad
-        self._append_plans = {}  # tuple(keys) -> (writes, lead, others), for append
+        self._append_plans = {}  # tuple(keys) -> (writes, leads, others), for append
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for name in ("_plans", "_pad_plans", "_append_plans"):
+            state[name] = {}  # compiled functions do not pickle; they are rebuilt lazily
+        return state
 
     # -- layout -------------------------------------------------------------------------------
     def keys(self) -> tuple:
@@ -227,34 +242,36 @@ class Traces:
                   if pad and not m and i not in seen]
         written = [self._bufs[i] for i in seen] + padded
         others = tuple(b for b in self._bufs if all(b is not w for w in written))
-        lead = self._leader if any(b is self._leader for b in written) else None
-        fn = compile_push(writes, padded, lead, others)
+        # The written multiplex rings whose overflow drops a row everywhere (see the module).
+        leads = tuple(b for b in self._leaders if any(b is w for w in written))
+        fn = compile_push(writes, padded, leads, others)
         if fn is None:
             fn = partial(self._push, plan=(tuple((n, b._put) for n, b in writes),
                                            tuple(b._put for b in padded),
-                                           tuple(b._commit for b in written), lead, others))
+                                           tuple(b._commit for b in written), leads, others))
         cache = self._pad_plans if pad else self._plans
         if len(cache) < 64:  # a layout sees a handful of key sets; never grow without bound
             cache[tuple(keys)] = fn
-        return fn, writes, lead, others
+        return fn, writes, leads, others
 
-    def _push(self, row: dict, plan) -> None:
+    def _push(self, row: dict, plan) -> bool:
         # The general path (the generated one in _fastpush does the same, inlined).
-        writes, pads, commits, lead, others = plan
+        writes, pads, commits, leads, others = plan
         # 1. write every value into its buffer's spare slot: this is where bad input raises,
         #    and nothing is visible yet.
         for name, put in writes:
             put(row[name])
         for put in pads:
             put(0)
-        # 2. commit: move the ring pointers; the leader's overflow evicts a row everywhere.
-        evict = lead is not None and lead._len == lead._cap
+        # 2. commit: move the ring pointers; a multiplex ring's overflow evicts a row everywhere.
+        evict = any(b._len == b._cap for b in leads)
         for commit in commits:
             commit(evict)
         if evict:
             for b in others:
                 if b._len:
                     b._drop_front(1)
+        return evict
 
     def push(self, **row) -> None:
         """Push one frame to each named trace (a subset of names is a partial insert)."""
@@ -266,53 +283,76 @@ class Traces:
         fn = self._pad_plans.get(tuple(row))
         (fn if fn is not None else self._plan(tuple(row), True)[0])(row)
 
-    # The same two, taking the row as a dict: `EpisodesBuffer` calls these when `push` and
-    # `pad` are not overridden, saving a keyword-argument repack per step.
-    def _push_row(self, row: dict) -> None:
+    # The same two, taking the row as a dict and returning whether the push dropped the oldest
+    # row of every slot: `EpisodesBuffer` calls these (its metadata drops its oldest entry then).
+    def _push_row(self, row: dict) -> bool:
         fn = self._plans.get(tuple(row))
-        (fn if fn is not None else self._plan(tuple(row), False)[0])(row)
+        return (fn if fn is not None else self._plan(tuple(row), False)[0])(row)
 
-    def _pad_row(self, row: dict) -> None:
+    def _pad_row(self, row: dict) -> bool:
         fn = self._pad_plans.get(tuple(row))
-        (fn if fn is not None else self._plan(tuple(row), True)[0])(row)
+        return (fn if fn is not None else self._plan(tuple(row), True)[0])(row)
 
     def append(self, **rows) -> None:
         """Append many frames per named trace (first axis), all validated before writing."""
+        self._append_rows(rows)
+
+    def _append_rows(self, rows: dict) -> int:
+        """`append`; returns how many rows the lockstep dropped from every slot."""
         keys = tuple(rows)
         plan = self._append_plans.get(keys)
         if plan is None:  # _plan compiles a push function: once per key set, not per call
             plan = self._plan(keys, False)[1:]
             if len(self._append_plans) < 64:
                 self._append_plans[keys] = plan
-        writes, lead, others = plan
+        writes, leads, others = plan
         frames = [(buf, buf._prepare(rows[name])) for name, buf in writes]
         evict_n = 0
-        if lead is not None and math.isfinite(lead.capacity):
-            k = next(len(f) for b, f in frames if b is lead)
-            evict_n = max(0, lead._len + k - lead._cap)
+        for lead in leads:  # as many rows go as the most overflowing multiplex ring drops
+            if math.isfinite(lead.capacity):
+                k = next(len(f) for b, f in frames if b is lead)
+                evict_n = max(evict_n, lead._len + k - lead._cap)
         for buf, f in frames:
             buf._extend_commit(f, evict_n)
         for b in others:
             b._drop_front(min(evict_n, b._len))
+        return evict_n
 
     def _check_nonempty(self, what):
         if all(len(b) == 0 for b in self._bufs):
             raise IndexError(f"{what} from empty traces")
 
+    def _row_values(self, r: int) -> dict:
+        """The values row ``r`` has, read frame by frame (a row still waiting for a value, such
+        as a SARTSA row's ``next_action``, lacks that name)."""
+        out = {}
+        for slot, buf in self._specs:
+            for off, name in enumerate(slot):
+                if 0 <= r + off < buf._len:
+                    out[name] = buf[r + off]
+        return out
+
     def pop(self) -> dict:
-        """Remove the newest frame of every non-empty slot; return the removed row (``{}``
-        when there was no complete row)."""
+        """Remove the newest frame of every non-empty slot: the newest state and the row leading
+        to it. Returns that row (the values it has; ``{}`` when there was none)."""
         self._check_nonempty("pop")
-        row = self[len(self) - 1] if len(self) else {}
+        if self._leaders:
+            r = len(self._leaders[0]) - 2
+        else:
+            r = max(len(b) for b in self._bufs) - 1
+        row = self._row_values(r) if r >= 0 else {}
         for b in self._bufs:
             if b._len:
                 b._drop_back()
         return row
 
     def popleft(self) -> dict:
-        """Remove the oldest frame of every non-empty slot; return the removed row."""
+        """Remove the oldest frame of every non-empty slot: the oldest state and its row.
+        Returns that row (the values it has; ``{}`` when there was none)."""
         self._check_nonempty("popleft")
-        row = self[0] if len(self) else {}
+        row = self._row_values(0)
+        if self._leaders and len(self._leaders[0]) < 2:
+            row = {}  # a lone state: no row leaves it yet
         for b in self._bufs:
             if b._len:
                 b._drop_front(1)
@@ -326,7 +366,7 @@ class Traces:
         """A new, empty traces object of the same layout, dtypes and frame shapes; ``capacity``
         (rows) replaces the current one, multiplex slots keeping their extra frame."""
         if capacity is not None:
-            capacity = _capacity(capacity)
+            capacity = require_positive_int(None, "capacity", capacity)
         cap = self.capacity
         specs = []
         for slot, buf in self._specs:
@@ -365,3 +405,11 @@ class MultiplexTraces(Traces):
         if not (isinstance(left, str) and isinstance(right, str)):
             raise TypeError(f"MultiplexTraces takes two names, got {left!r} and {right!r}")
         self._init_slots([((left, right), _as_buffer(storage))])
+
+
+def frame_capacity(traces, name: str):
+    """The capacity of the buffer behind trace ``name`` in ``traces`` (through wrappers, which
+    keep the traces they wrap in ``.traces``), or None for traces of another kind."""
+    while traces is not None and not isinstance(traces, Traces):
+        traces = getattr(traces, "traces", None)
+    return None if traces is None else traces._where[name][1].capacity

@@ -13,15 +13,10 @@ from dataclasses import dataclass, field
 
 from trajectories.controllers import InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
-from trajectories.laned_trajectory import watch_lanes
+from trajectories.lanes.trajectory import watch_lanes
+from trajectories.samplers import DummySampler
 
 __all__ = ["Trajectory"]
-
-
-def _dummy_sampler():
-    from trajectories.samplers import DummySampler  # samplers import the storage modules
-
-    return DummySampler()
 
 
 @dataclass(eq=False)
@@ -70,7 +65,7 @@ class Trajectory:
                 hasattr(c, "_push_row") and hasattr(c, "is_sampleable_at")):
             self.container = c = EpisodesBuffer(c)
         if self.sampler is None:
-            self.sampler = _dummy_sampler()
+            self.sampler = DummySampler()
         if self.controller is None:
             self.controller = InsertSampleRatioController()
         for name, needs in (("sampler", "sample"), ("controller", "on_sample")):

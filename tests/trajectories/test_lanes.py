@@ -20,8 +20,8 @@ from trajectories import (
     Trajectory,
     split_lanes,
 )
-from trajectories.lane_episodes import PerLaneEpisodes
-from trajectories.lane_rings import RingLanes
+from trajectories.lanes.per_lane import PerLaneEpisodes
+from trajectories.lanes.rings import RingLanes
 
 
 def per_lane_buffer(traces, n):

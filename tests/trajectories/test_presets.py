@@ -38,11 +38,12 @@ def test_sartsa_and_slart_layouts():
     t = CircularArraySARTSATraces(capacity=5)
     assert t.slots == (("state", "next_state"), ("action", "next_action"), ("reward",),
                        ("terminal",))
-    assert [b.capacity for b in t._bufs] == [6, 6, 5, 5] and t.capacity == 5
+    # capacity complete rows plus the one waiting for its next action
+    assert [b.capacity for b in t._bufs] == [7, 6, 6, 6] and t.capacity == 5
     s = CircularArraySLARTTraces(capacity=2, legal_actions_mask=(np.bool_, (3,)))
     assert s.keys() == ("state", "next_state", "legal_actions_mask", "next_legal_actions_mask",
                         "action", "next_action", "reward", "terminal")
-    assert [b.capacity for b in s._bufs] == [3, 3, 3, 2, 2] and s.capacity == 2
+    assert [b.capacity for b in s._bufs] == [4, 4, 3, 3, 3] and s.capacity == 2
     assert s._bufs[1].frame_shape == (3,)
 
 

@@ -17,13 +17,28 @@ EMPTY, STARTED, STEPPING, COMPLETED = range(4)
 
 
 class Model:
-    """Everything ever pushed, in plain lists; the ring keeps the last capacity + 1 states."""
+    """Everything ever pushed, in plain lists indexed by state, and how many of the oldest
+    states (with their rows) the rings dropped. The rings: states ``capacity + 1`` frames,
+    plain traces ``capacity`` (SARTS); states ``capacity + 2``, actions, rewards and terminals
+    ``capacity + 1`` (SARTSA). A push that overflows a multiplexed ring drops the oldest row of
+    every column."""
 
     def __init__(self, capacity, sartsa):
         self.capacity, self.sartsa = capacity, sartsa
         self.states, self.eps, self.steps = [], [], []
         self.actions, self.rewards, self.terminals = [], [], []
         self.phase, self.inserted, self.counter = EMPTY, 0, 0
+        self.first = 0  # states (and rows) dropped by the rings
+
+    def _kept(self, column):
+        return len(column) - self.first
+
+    def _overflows(self, states=False, actions=False):
+        if self.capacity is None:
+            return False
+        cap_s = self.capacity + (2 if self.sartsa else 1)
+        return (states and self._kept(self.states) == cap_s) or \
+            (actions and self.sartsa and self._kept(self.actions) == self.capacity + 1)
 
     # rule checks, as the design states them
     def can_start(self):
@@ -33,7 +48,8 @@ class Model:
         return self.phase in (STARTED, STEPPING)
 
     def start(self, s):
-        if self.phase != EMPTY:  # rule 3: pad the plain traces (a multiplex needs none)
+        evict = self._overflows(states=True)
+        if self.phase != EMPTY:  # a new episode: pad the plain traces (a multiplex needs none)
             if not self.sartsa:
                 self.actions.append(0)
             self.rewards.append(0.0)
@@ -42,8 +58,10 @@ class Model:
         self.eps.append(self.eps[-1] + 1 if self.eps else 0)
         self.steps.append(1)
         self.phase = STARTED
+        self.first += evict
 
     def step(self, s, a, r, d):
+        evict = self._overflows(states=True, actions=True)
         self.states.append(s)
         self.eps.append(self.eps[-1])
         self.steps.append(self.steps[-1] + 1)
@@ -52,19 +70,22 @@ class Model:
         self.terminals.append(d)
         self.phase = STEPPING
         self.inserted += 1
+        self.first += evict
 
     def complete(self, a):
+        evict = self._overflows(actions=True)
         self.actions.append(a)
         self.phase = COMPLETED
+        self.first += evict
 
     def expected(self):
-        n = len(self.states)
-        first = n - min(n, self.capacity + 1) if self.capacity else 0
+        n, first = len(self.states), self.first
         cols = {"state": self.states[first:n - 1], "next_state": self.states[first + 1:n],
                 "reward": self.rewards[first:], "terminal": self.terminals[first:]}
         if self.sartsa:
-            cols["action"] = self.actions[first:-1] if len(self.actions) > first else []
-            cols["next_action"] = self.actions[first + 1:]
+            kept = self.actions[first:]
+            cols["action"] = kept[:-1]
+            cols["next_action"] = kept[1:]
         else:
             cols["action"] = self.actions[first:]
         last_step = {}
@@ -74,6 +95,11 @@ class Model:
                     and (not self.sartsa or i + 1 < len(self.actions))) for i in range(first, n)]
         meta = (samp, self.steps[first:], [last_step[e] - 1 for e in self.eps[first:]])
         return cols, meta
+
+    def complete_rows(self):
+        """Rows (boundaries included) whose every value is known: what ``len`` counts."""
+        n = len(self.states) - self.first
+        return max(0, n - 1 - (self.sartsa and self.phase != COMPLETED))
 
 
 def observed(t):
@@ -91,7 +117,9 @@ def check(t, model):
     assert got_meta == meta
     eb = t.container
     assert eb.n_sampleable == sum(meta[0])
-    assert len(t) == min(len(c) for c in cols.values())
+    assert len(t) == min(len(c) for c in cols.values()) == model.complete_rows()
+    if model.capacity is not None and model.first:  # the rings are full: capacity rows held
+        assert len(t) == model.capacity
     idx = np.arange(len(t), dtype=np.int64)
     assert eb.is_sampleable_at(idx).astype(int).tolist() == meta[0][:len(t)]
     assert eb.step_number_at(idx).tolist() == meta[1][:len(t)]

@@ -2,43 +2,50 @@
 
 A vector env steps ``n`` sub-envs at once. Storing their steps interleaved in one buffer would
 pair states of two sub-envs in one transition; instead every lane keeps its own episodes, with
-the bookkeeping of an `EpisodesBuffer` (DESIGN §8), and the lanes are presented to samplers as
+the bookkeeping of an `EpisodesBuffer`, and the lanes are presented to samplers as
 one container whose rows are the lanes' rows one lane after the other (a *global* row index)::
 
     lane 0 rows  a0 a1 a2        lane 1 rows  b0 b1         lane 2 rows  c0 c1 c2 c3
     global row    0  1  2                      3  4                       5  6  7  8
 
 Samplers only draw sampleable rows and follow a row forward (n-step returns) or back (stacked
-frames) within its episode (``episode_length - step_number``, ``step_number >= k``). A lane's
-newest state is never the source of a sampleable row and its oldest rows start an episode cut
-by the ring, so a window that stays inside an episode never crosses into the next lane.
+frames) only as far as ``rows_ahead_at`` and ``rows_behind_at`` allow: within its episode and
+its lane (a lane's first stored row may have any step number once its ring wrapped), and never
+onto a SARTSA row still waiting for its next action.
 
 The total capacity is split evenly: each lane holds ``ceil(capacity / n_lanes)`` rows, as
 SB3's ``buffer_size`` covers all envs.
 
-Two storages share this interface (``LanedEpisodesBuffer(traces, n)`` picks one): lane-major
-rings for plain ring layouts with one state multiplex (`lane_rings.RingLanes`: one numpy write
-per trace for all lanes), and one `EpisodesBuffer` per lane for any other layout
-(`lane_episodes.PerLaneEpisodes`).
+Two storages share this interface: lane-major rings for plain ring layouts with one state
+multiplex (`trajectories.lanes.rings.RingLanes`: one numpy write per trace for all lanes), and
+one `EpisodesBuffer` per lane for any other layout (`trajectories.lanes.per_lane.PerLaneEpisodes`).
+Each registers itself here (`register_storage`); ``LanedEpisodesBuffer(traces, n)`` builds the
+first whose test accepts the traces, so this module never imports them. See
+``docs/trajectories.md`` (Lanes).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from trajectories._casting import coerce_frames
-from trajectories._push_kinds import _COMPLETION, _FULL, _PARTIAL, classify_push
+from trajectories._casting import coerce_frames, declare_hint
+from trajectories._episode_rules import EpisodeRules, classify_push
+from trajectories.checks import require_positive_int
 from trajectories.episodes import EpisodesBuffer
 from trajectories.normalization import NormalizedTraces
 from trajectories.prioritized import CircularPrioritizedTraces
 
-__all__ = ["LanedEpisodesBuffer"]
+__all__ = ["LanedEpisodesBuffer", "register_storage"]
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
-# Kinds of push and where a lane's last episode stands: the rules of `EpisodesBuffer` (DESIGN
-# §8), mirrored here so that every lane is checked before any lane is written.
-_EMPTY, _STARTED, _STEPPING, _COMPLETED = range(4)
-_AFTER = {_PARTIAL: _STARTED, _FULL: _STEPPING, _COMPLETION: _COMPLETED}
+_STORAGES: list = []  # (fallback, accepts(traces) -> bool, storage class)
+
+
+def register_storage(accepts, storage, fallback: bool = False) -> None:
+    """Let ``LanedEpisodesBuffer(traces, n)`` build ``storage`` for traces ``accepts`` takes;
+    fallbacks are asked after the others."""
+    _STORAGES.append((fallback, accepts, storage))
+    _STORAGES.sort(key=lambda entry: entry[0])  # stable: registration order otherwise
 
 
 def _lane_traces(traces, capacity):
@@ -113,22 +120,17 @@ class LanedEpisodesBuffer:
     """
 
     def __new__(cls, traces=None, n_lanes=None):
-        # Two storages behind one interface: plain ring layouts with one state multiplex (SARTS
-        # and the like) write every lane with one numpy operation per trace (`lane_rings`);
-        # any other layout keeps one EpisodesBuffer per lane (`lane_episodes`).
+        # The storages registered themselves (see `register_storage`): the first that accepts
+        # the traces is built.
         if cls is LanedEpisodesBuffer:
-            from trajectories.lane_episodes import PerLaneEpisodes
-            from trajectories.lane_rings import RingLanes, ring_layout
-
-            cls = RingLanes if ring_layout(traces) else PerLaneEpisodes
+            cls = next((storage for _, accepts, storage in _STORAGES if accepts(traces)), None)
+            if cls is None:
+                raise TypeError("no lane storage is registered; import trajectories.lanes")
         return object.__new__(cls)
 
     def _checked(self, traces, n_lanes):
         """Check the arguments, set ``n_lanes`` and ``traces``; returns the layout traces."""
-        if isinstance(n_lanes, bool) or not isinstance(n_lanes, (int, np.integer)):
-            raise TypeError(f"n_lanes must be an int, got n_lanes={n_lanes!r}")
-        if n_lanes <= 0:
-            raise ValueError(f"n_lanes must be positive, got n_lanes={n_lanes}")
+        n_lanes = require_positive_int(None, "n_lanes", n_lanes)
         if isinstance(traces, (EpisodesBuffer, LanedEpisodesBuffer)):
             if len(traces):
                 raise ValueError(f"LanedEpisodesBuffer needs empty traces, got "
@@ -165,6 +167,7 @@ class LanedEpisodesBuffer:
                             and s[1] != self._completion} if self._multiplexed \
             else set(range(len(self._slots)))
         self._state_like_names = {n for i in self._state_like for n in self._slots[i]}
+        self._rules = EpisodeRules(self._multiplexed, self._completion)
 
     def keys(self) -> tuple:
         return self._keys
@@ -192,28 +195,6 @@ class LanedEpisodesBuffer:
 
     def _classify(self, keys: tuple) -> int:
         return classify_push(keys, self._slot_of, self._slots, self._state_like, self._completion)
-
-    def _allowed(self, kind: int, phase: int) -> bool:
-        if kind == _FULL:
-            return phase in (_STARTED, _STEPPING) or (phase == _EMPTY and not self._multiplexed)
-        if kind == _PARTIAL:
-            return phase != _STARTED and not (phase == _STEPPING and self._completion)
-        return phase == _STEPPING
-
-    def _phase_error(self, lane: int, kind: int, phase: int) -> ValueError:
-        c = self._completion
-        if kind == _FULL and phase == _EMPTY:
-            why = "a full step into an empty lane; start its episode with push(state=...)"
-        elif kind == _FULL:
-            why = f"a full step after push({c}=...); start the next episode first"
-        elif kind == _PARTIAL and phase == _STARTED:
-            why = ("a partial push right after a partial push (an episode with no step); "
-                   "push a step first, or pop(lane) the previous first state")
-        elif kind == _PARTIAL:
-            why = f"the last episode is not complete: push({c}=...) before starting a new one"
-        else:
-            why = f"push({c}=...) completes an episode's last step, but the lane has no step"
-        return ValueError(f"lane {lane}: {why}")
 
     def _frame(self, name: str) -> tuple:
         """``(dtype, frame shape, dtypes stored exactly)`` of a trace."""
@@ -259,8 +240,10 @@ class LanedEpisodesBuffer:
                             f"taken as {n} sub-envs of a vector env: if it was one env's state, "
                             f"give the state trace that frame shape, e.g. "
                             f"state=(np.float32, {self.inferred_from})")
-                raise ValueError(f"trace {name!r} takes one frame of shape {frame} per lane, "
-                                 f"i.e. an array of shape {(n, *frame)}, got shape "
+                if not hint and arr.shape[:1] == (n,):
+                    hint = declare_hint(name, arr[0])
+                raise ValueError(f"trace {name!r} takes one frame of shape {frame} ({dtype}) "
+                                 f"per lane, i.e. an array of shape {(n, *frame)}, got shape "
                                  f"{arr.shape}{hint}")
             out[name] = coerce_frames(arr, dtype, frame, name)
         return out

@@ -1,9 +1,10 @@
 """`PerLaneEpisodes`: lanes stored as one `EpisodesBuffer` each, for any layout.
 
 `LanedEpisodesBuffer(traces, n)` builds one when the layout does not suit the lane-major rings
-of `lane_rings` (SARTSA and SLART layouts, normalised or elastic traces). Each lane is an
-`EpisodesBuffer` over ``traces.empty_copy(ceil(capacity / n))``; a push checks every lane's
-episode rules and casts every value first, then pushes lane by lane.
+of `trajectories.lanes.rings` (SARTSA and SLART layouts, normalised or elastic traces). Each lane
+is an `EpisodesBuffer` over ``traces.empty_copy(ceil(capacity / n))``, which alone knows where
+its episode stands; a push checks every lane's episode rules and casts every value first, then
+pushes lane by lane.
 """
 
 from __future__ import annotations
@@ -13,19 +14,14 @@ import math
 import numpy as np
 
 from trajectories._casting import TraceKeyError, fast_tables
+from trajectories._episode_rules import EMPTY, FULL, PARTIAL, STARTED, STEPPING
 from trajectories.episodes import EpisodesBuffer
-from trajectories.lanes import (
-    _AFTER,
-    _COMPLETED,
-    _EMPTY,
-    _FULL,
+from trajectories.lanes.base import (
     _NO_ROWS,
-    _PARTIAL,
-    _STARTED,
-    _STEPPING,
     LanedEpisodesBuffer,
     _as_mask,
     _lane_traces,
+    register_storage,
 )
 
 __all__ = ["PerLaneEpisodes"]
@@ -57,11 +53,22 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         first = self._lanes[0]
         self._init_layout(first.slots, first.keys())
         self._frames = {}
-        self._phases = [_EMPTY] * self.n_lanes
-        # The lanes' own push taking a dict when they have one (saves a keyword repack a lane).
-        self._lane_push = tuple(getattr(lane, "_push_row", None) or
-                                (lambda row, lane=lane: lane.push(**row)) for lane in self._lanes)
+        self._bind()
+
+    def _bind(self) -> None:
+        # The lanes' own push taking a dict (saves a keyword repack a lane), and a cache.
+        self._lane_push = tuple(lane._push_row for lane in self._lanes)
         self._located = None  # (idx, its copy, version, order, per-lane rows): the last batch
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["_lane_push"], state["_located"]
+        state["_cast_plans"] = {}
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._bind()
 
     @property
     def capacity(self):
@@ -121,6 +128,12 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
     def episode_length_at(self, idx) -> np.ndarray:
         return self._gather(idx, lambda lane, rows: lane.episode_length_at(rows))
 
+    def rows_ahead_at(self, idx) -> np.ndarray:
+        return self._gather(idx, lambda lane, rows: lane.rows_ahead_at(rows))
+
+    def rows_behind_at(self, idx) -> np.ndarray:
+        return self._gather(idx, lambda lane, rows: lane.rows_behind_at(rows))
+
     @property
     def n_sampleable(self) -> int:
         return sum(lane.n_sampleable for lane in self._lanes)
@@ -169,7 +182,9 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         if isinstance(key, str):
             if key not in self._keys:
                 raise TraceKeyError(f"no trace named {key!r}; the traces are {self._keys}")
-            return np.concatenate([lane[key] for lane in self._lanes])
+            # Each lane's stored (raw) column, cut to its rows: a SARTSA lane's columns can
+            # hold the row still waiting for its next action.
+            return np.concatenate([lane[key][:len(lane)] for lane in self._lanes])
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             n = len(self)
             i = key + n if -n <= key < 0 else key
@@ -208,82 +223,72 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
             starts = None
         cast = self._cast(row)
         state_row = None
-        if starts is not None and kind == _FULL:
+        if starts is not None and kind == FULL:
             state_row = {k: v for k, v in cast.items() if k in self._state_like_names}
-        elif starts is not None and kind != _PARTIAL:
+        elif starts is not None and kind != PARTIAL:
             raise ValueError("episode_start applies to full pushes (a step in some lanes, a new "
                              "episode in the others) or partial pushes")
         # Check every lane's episode rules before writing anything.
-        phases, plan = self._phases, []
+        allowed, plan = self._rules.allowed, []
         for i in range(n):
             if chosen is not None and not chosen[i]:
                 continue
-            k = _PARTIAL if starts is not None and starts[i] else kind
-            phase = _EMPTY if restart and k == _PARTIAL and phases[i] == _STARTED else phases[i]
-            if not self._allowed(k, phase):
-                raise self._phase_error(i, k, phases[i])
+            k = PARTIAL if starts is not None and starts[i] else kind
+            phase = self._lanes[i]._phase
+            if restart and k == PARTIAL and phase == STARTED:
+                phase = EMPTY  # its lone first state goes (see below)
+            if not allowed[k][phase]:
+                raise self._rules.refusal(k, self._lanes[i]._phase, lane=i)
             plan.append((i, k))
         if restart:  # the lone first states of lanes that start again go
             for i, k in plan:
-                if k == _PARTIAL and phases[i] == _STARTED:
-                    self.pop(i)
+                if k == PARTIAL and self._lanes[i]._phase == STARTED:
+                    self._drop_lone_first_state(i)
         self._version += 1
         # Which lanes got a step (None: all of them), for a controller that reads the data.
-        if kind == _FULL and starts is None and chosen is None:
+        if kind == FULL and starts is None and chosen is None:
             self.last_full = None
         else:
             self.last_full = np.zeros(n, dtype=bool)
-            self.last_full[[i for i, k in plan if k == _FULL]] = True
+            self.last_full[[i for i, k in plan if k == FULL]] = True
         inserted = 0
         lane_push = self._lane_push
         for i, k in plan:
-            src = state_row if k == _PARTIAL and state_row is not None else cast
-            lane_push[i]({name: v[i] for name, v in src.items()})
-            phases[i] = _AFTER[k]
-            inserted += k == _FULL
+            src = state_row if k == PARTIAL and state_row is not None else cast
+            inserted += lane_push[i]({name: v[i] for name, v in src.items()})
         return inserted
+
+    def _drop_lone_first_state(self, i: int) -> None:
+        """Pop lane ``i``'s first state that has no step (and any such before it). With
+        ``next_action`` the pop also took the previous episode's completion (the boundary row's
+        action): it goes back, so that a new episode may start."""
+        lane = self._lanes[i]
+        while lane._phase == STARTED:
+            row = lane.pop()
+            if self._completion is not None and lane._phase == STEPPING and "action" in row:
+                lane.push(**{self._completion: row["action"]})
 
     def extend(self, lane: int, *, new_episode: bool = True, **columns) -> int:
         """Bulk-insert steps into one lane (see `EpisodesBuffer.extend`); returns their count."""
         lane = self._lane(lane)
-        completes = self._completion is not None and self._completion in columns
         n = self._lanes[lane].extend(new_episode=new_episode, **columns)  # raises before writing
         self._version += 1
-        if completes:
-            self._phases[lane] = _COMPLETED
-        elif n:
-            self._phases[lane] = _STEPPING
-        elif new_episode:
-            self._phases[lane] = _STARTED
         return n
 
     def open_lanes(self) -> np.ndarray:
         """Lanes whose newest push started an episode that has no step yet."""
-        return np.array([p == _STARTED for p in self._phases], dtype=bool)
+        return np.array([lane._phase == STARTED for lane in self._lanes], dtype=bool)
 
     def running_lanes(self) -> np.ndarray:
         """Lanes whose last episode has steps and is not completed (SARTSA: awaiting its
         ``next_action``)."""
-        return np.array([p == _STEPPING for p in self._phases], dtype=bool)
-
-    def _rephase(self, lane: int) -> None:
-        # After a pop: an empty lane, a lone first state, or a running episode. (A SARTSA
-        # episode whose completion was popped is running again; EpisodesBuffer agrees.)
-        eb = self._lanes[lane]
-        steps = eb.step_numbers
-        if steps.size == 0:
-            self._phases[lane] = _EMPTY
-        elif steps[-1] == 1 and self._multiplexed:
-            self._phases[lane] = _STARTED
-        else:
-            self._phases[lane] = _STEPPING
+        return np.array([lane._phase == STEPPING for lane in self._lanes], dtype=bool)
 
     def pop(self, lane: int):
         """Remove the newest state of ``lane`` (see `EpisodesBuffer.pop`)."""
         lane = self._lane(lane)
         row = self._lanes[lane].pop()
         self._version += 1
-        self._rephase(lane)
         return row
 
     def popleft(self, lane: int):
@@ -291,12 +296,12 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         lane = self._lane(lane)
         row = self._lanes[lane].popleft()
         self._version += 1
-        if not len(self._lanes[lane].step_numbers):
-            self._phases[lane] = _EMPTY
         return row
 
     def clear(self) -> None:
         for lane in self._lanes:
             lane.clear()
-        self._phases = [_EMPTY] * self.n_lanes
         self._version += 1
+
+
+register_storage(lambda traces: True, PerLaneEpisodes, fallback=True)  # any layout

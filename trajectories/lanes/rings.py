@@ -13,8 +13,9 @@ its plain values (action, reward, terminal, ...) at the physical position of sta
     action          (a3)  .     .     a0    a1    a2      (a3: nothing yet, s3 is the newest)
     samp/steps/lens: one entry per state, at the state's position, as in `EpisodeMeta`
 
-Episode bookkeeping follows `EpisodesBuffer` exactly (DESIGN §8 rules 1-3); the episode length
-of the running episode is read as ``step - 1`` over its entries and written when it ends.
+Episode bookkeeping follows `EpisodesBuffer` exactly, under the same rules
+(`trajectories._episode_rules`); the episode length of the running episode is read as
+``step - 1`` over its entries and written when it ends.
 
 While every push reaches every lane, all lanes keep the same ring geometry (a step and a new
 episode both add one state), so writes use one column index (*uniform* mode); pushes to some
@@ -28,9 +29,10 @@ import math
 import numpy as np
 
 from trajectories._casting import TraceKeyError, fast_tables
+from trajectories._episode_rules import EMPTY, FULL, PARTIAL, STARTED, STEPPING
 from trajectories.episodes import EpisodesBuffer
-from trajectories.lane_ring_edits import _RingEdits
-from trajectories.lanes import _FULL, _NO_ROWS, _PARTIAL, LanedEpisodesBuffer, _as_mask
+from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer, _as_mask, register_storage
+from trajectories.lanes.ring_edits import _RingEdits
 from trajectories.traces import Traces
 
 __all__ = ["RingLanes", "ring_layout"]
@@ -92,9 +94,15 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
         self._steps = np.zeros((n, P), dtype=np.int32)
         self._lens = np.zeros((n, P), dtype=np.int32)
         self._all = np.arange(n)
+        self._base = self._all * P
+        self._flat_views()
+        self._reset_geometry()
+
+    def _flat_views(self) -> None:
         # The same arrays with lane and position in one axis: when lanes sit at different
         # positions, one flat index (lane * P + position) writes them faster than index pairs.
-        self._base = self._all * P
+        # Views share memory with the arrays; a copy (pickle, deepcopy) rebuilds them.
+        n, P = self.n_lanes, self._P
         flat = [a.reshape(n * P, *a.shape[2:]) for a in (self._states, self._samp, self._steps)]
         self._states_f, self._samp_f, self._steps_f = flat
         self._plain_f = [(name, a.reshape(n * P, *a.shape[2:])) for name, a in self._plain]
@@ -102,7 +110,18 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
         self._flat_where = {name: (arr.reshape(n * P, *arr.shape[2:]), off)
                             for name, (arr, off) in self._where.items()}
         self._offsets_at = (-1, None)
-        self._reset_geometry()
+
+    _VIEWS = ("_states_f", "_samp_f", "_steps_f", "_plain_f", "_lens_f", "_flat_where",
+              "_offsets_at")
+
+    def __getstate__(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+        state["_cast_plans"] = {}
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._flat_views()
 
     def _reset_geometry(self) -> None:
         n = self.n_lanes
@@ -173,12 +192,25 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
     def step_number_at(self, idx) -> np.ndarray:
         return self._steps_f.take(self._flat(idx))
 
-    def episode_length_at(self, idx) -> np.ndarray:
+    def _episode_at(self, idx):
+        """``(local row, rows of its lane, step number, episode length)`` of global rows."""
         lane, r, pos = self._located_rows(idx)
+        flat = pos % self._P + lane * self._P
         m, step = self._m[lane], self._step[lane]
         current = r >= m - np.minimum(step, m)  # entries of the episode still running
-        lens = self._lens_f.take(pos % self._P + lane * self._P)
-        return np.where(current, step - 1, lens)
+        lens = np.where(current, step - 1, self._lens_f.take(flat))
+        return r, m - 1, self._steps_f.take(flat), lens
+
+    def episode_length_at(self, idx) -> np.ndarray:
+        return self._episode_at(idx)[3]
+
+    def rows_ahead_at(self, idx) -> np.ndarray:
+        r, rows, steps, lens = self._episode_at(idx)
+        return np.minimum(lens - steps + 1, rows - r)
+
+    def rows_behind_at(self, idx) -> np.ndarray:
+        r, _, steps, _ = self._episode_at(idx)
+        return np.minimum(steps, r + 1)
 
     @property
     def n_sampleable(self) -> int:
@@ -238,10 +270,27 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
             yield self._row(int(i))
 
     def open_lanes(self) -> np.ndarray:
-        return (self._m > 0) & (self._step == 1)
+        return self._phases() == STARTED
 
     def running_lanes(self) -> np.ndarray:
-        return self._step > 1
+        return self._phases() == STEPPING
+
+    def _phases(self) -> np.ndarray:
+        """Where each lane's newest episode stands (these layouts have no completion)."""
+        return np.where(self._m == 0, EMPTY, np.where(self._step == 1, STARTED, STEPPING))
+
+    def _check(self, kind: int, lanes: np.ndarray, restart: bool = False) -> None:
+        """Raise for the first lane in the bool mask ``lanes`` where the rules refuse ``kind``;
+        with ``restart``, a lane's lone first state may be followed by a new episode (it stays
+        as an episode without steps)."""
+        phases = self._phases()
+        allowed = self._rules.table[kind][phases]
+        if restart and kind == PARTIAL:
+            allowed |= phases == STARTED
+        bad = lanes & ~allowed
+        if bad.any():
+            lane = int(np.flatnonzero(bad)[0])
+            raise self._rules.refusal(kind, int(phases[lane]), lane=lane)
 
     # -- push -----------------------------------------------------------------------------------
     def _push_row(self, row: dict, episode_start=None, lanes=None, restart=False) -> int:
@@ -255,7 +304,7 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
         if chosen is not None and chosen.all():
             chosen = None
         starts = None if episode_start is None else _as_mask(episode_start, n, "episode_start")
-        if starts is not None and (kind == _PARTIAL or not starts.any()):
+        if starts is not None and (kind == PARTIAL or not starts.any()):
             starts = None  # a partial push starts an episode in every lane it reaches anyway
         cast = self._cast(row)
         name = self._state_names[0] if self._state_names[0] in cast else self._state_names[1]
@@ -263,13 +312,8 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
         if chosen is None:
             return self._push_all(kind, cast, state, starts, restart)
         part = chosen & starts if starts is not None else \
-            (chosen if kind == _PARTIAL else np.zeros(n, dtype=bool))
+            (chosen if kind == PARTIAL else np.zeros(n, dtype=bool))
         return self._push_lanes(cast, state, chosen & ~part, part, restart)
-
-    def _refuse(self, kind: int, lanes) -> None:
-        """Raise for the first lane in ``lanes`` (a bool mask) that breaks the episode rules."""
-        lane = int(np.flatnonzero(lanes)[0])
-        raise self._phase_error(lane, kind, 0 if kind == _FULL else 1)
 
     def _push_all(self, kind, cast, state, part, restart=False) -> int:
         """A push that reaches every lane: ``part`` (a bool mask, or None for none) start a new
@@ -280,18 +324,12 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
         n, P = self.n_lanes, self._P
         m, step = self._m, self._step
         uniform = self._uniform
-        if kind == _FULL and not self._filled:
-            empty = m == 0
-            if part is not None:
-                empty &= ~part
-            if empty.any():
-                self._refuse(_FULL, empty)
-        if (kind == _PARTIAL or part is not None) and not restart:  # no start twice in a row
-            restart = step == 1
-            if part is not None:
-                restart &= part
-            if restart.any():
-                self._refuse(_PARTIAL, restart)
+        # While every lane holds a state (``_filled``), each is STARTED or STEPPING, where a
+        # full step is allowed: only the starts need checking then.
+        if kind == FULL and not self._filled:
+            self._check(FULL, ~part if part is not None else np.ones(n, dtype=bool))
+        if kind == PARTIAL or part is not None:
+            self._check(PARTIAL, np.ones(n, dtype=bool) if part is None else part, restart)
         self._version += 1
         if uniform:
             if self._um == P:  # every ring is full: each lane's oldest state and row go
@@ -326,7 +364,7 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
             grows = True  # empty lanes write into unused slots: harmless
         states[at_new] = state
         inserted = 0
-        if kind == _FULL:
+        if kind == FULL:
             for name, arr in plain:
                 arr[at_prev] = cast[name]
             if part is None:
@@ -367,10 +405,8 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
         """Push to the lanes in ``full`` (a step) and ``part`` (a new episode), bool masks."""
         m, step, P = self._m, self._step, self._P
         empty = m == 0
-        if (full & empty).any():
-            self._refuse(_FULL, full & empty)
-        if not restart and (part & ~empty & (step == 1)).any():
-            self._refuse(_PARTIAL, part & ~empty & (step == 1))
+        self._check(FULL, full)
+        self._check(PARTIAL, part, restart)
         self._version += 1
         self._uniform = False
         lanes = np.flatnonzero(full | part)
@@ -420,3 +456,5 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
         self._reset_geometry()
         self._version += 1
 
+
+register_storage(ring_layout, RingLanes)

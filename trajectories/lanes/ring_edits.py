@@ -2,7 +2,7 @@
 
 `extend` validates every column first, then writes the steps as the equivalent lane pushes
 would; `pop` and `popleft` drop a lane's newest or oldest state with its row. All of them leave
-the lanes in per-lane geometry (see `lane_rings`).
+the lanes in per-lane geometry (see `trajectories.lanes.rings`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from trajectories._casting import TraceKeyError, coerce_frames
-from trajectories.lanes import _FULL, _PARTIAL
+from trajectories._episode_rules import FULL, PARTIAL
 
 __all__: list[str] = []
 
@@ -23,7 +23,7 @@ class _RingEdits:
         """Bulk-insert steps into one lane; the columns as for `EpisodesBuffer.extend`."""
         lane = self._lane(lane)
         keys = tuple(columns)
-        if not keys or self._kind(keys) != _FULL:
+        if not keys or self._kind(keys) != FULL:
             raise TraceKeyError(f"extend needs every trace {[s[0] for s in self._slots]}, "
                                 f"got {list(keys)}")
         cols = {}
@@ -39,15 +39,14 @@ class _RingEdits:
                         "the others T" if new_episode else "every column carries T rows")
                 raise ValueError(f"extend: column {name!r} has {len(col)} rows, expected "
                                  f"{max(want, 0)}: {rule}")
-        m, step = int(self._m[lane]), int(self._step[lane])
-        if new_episode and m and step == 1:
-            raise self._phase_error(lane, _PARTIAL, 1)
-        if T and not new_episode and m == 0:
-            raise self._phase_error(lane, _FULL, 0)
+        only = np.zeros(self.n_lanes, dtype=bool)
+        only[lane] = True
+        if new_episode:
+            self._check(PARTIAL, only)
+        elif T:
+            self._check(FULL, only)
         # Everything is valid: write it as the equivalent pushes would, one lane at a time.
         n = self.n_lanes
-        only = np.zeros(n, dtype=bool)
-        only[lane] = True
         none = np.zeros(n, dtype=bool)
 
         def frames(t, names):

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from trajectories.lanes import _NO_ROWS, LanedEpisodesBuffer
+from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer
 
 __all__ = ["split_lanes", "watch_lanes", "lanes_of_first_push"]
 
