@@ -9,8 +9,9 @@ import gymnasium
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan
 from stagerl.core.env import VectorEnv
 from stagerl.core.policy import Policy
-from stagerl.core.stages import PostActStage
+from stagerl.core.stages import PostActStage, PostEpisodeStage
 from stagerl.policies.explorers import GreedyExplorer
+from trajectories import DummySampler
 
 __all__ = ["QBasedPolicy"]
 
@@ -29,9 +30,15 @@ class QBasedPolicy(Policy):
 
     ``optimise(policy, PostActStage(), trajectory)`` runs ``learner.update(batch)`` for every
     batch the trajectory yields (``for batch in trajectory``): as in RL.jl, a tabular Q learns
-    right after each step, once the step has been pushed, and when its controller allows. Other
-    stages do not learn. An ``"ExpectedSARSA"`` learner built without an explorer takes its
-    expectation under this policy's explorer.
+    right after each step, once the step has been pushed, and when its controller allows. With a
+    ``DummySampler`` (online learning: the batch is the container itself) it learns at most one
+    batch per step, since a second would be the same rows again.
+
+    SARSA layouts (a ``next_action`` trace) complete an episode's last transition at
+    PostEpisode, with the action planned at its final state; with a ``DummySampler`` the policy
+    learns from the container then too (``optimise(policy, PostEpisodeStage(), trajectory)``), so
+    every complete transition is learned, also at capacity 1. An ``"ExpectedSARSA"`` learner
+    built without an explorer takes its expectation under this policy's explorer.
 
     Example:
         >>> import stagerl as rl
@@ -140,5 +147,17 @@ def _plan_q_based(policy: QBasedPolicy, env):
 @optimise.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _optimise_q_based(policy: QBasedPolicy, stage: PostActStage, trajectory):
     update = policy.learner.update
+    online = isinstance(getattr(trajectory, "sampler", None), DummySampler)
     for batch in trajectory:
         update(batch)
+        if online:  # the batch is the container: once per step learns each row once
+            break
+
+
+@optimise.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _optimise_q_based_episode_end(policy: QBasedPolicy, stage: PostEpisodeStage, trajectory):
+    # The episode's last SARSA transition was completed just now (the Agent's PostEpisode push
+    # came first); an online learner takes it before the next episode's first push evicts it.
+    if isinstance(getattr(trajectory, "sampler", None), DummySampler) and "next_action" in (
+            trajectory.keys() if callable(getattr(trajectory, "keys", None)) else ()):
+        policy.learner.update(trajectory.sample())

@@ -124,3 +124,56 @@ def test_expected_sarsa_policy_learns_in_the_loop():
     agent = rl.Agent(policy, rl.Trajectory(rl.CircularArraySARTSTraces(capacity=1)))
     rl.run(agent, rl.RandomWalk1D(), rl.StopAfterNSteps(2000, progress=False))
     assert (policy.learner.approximator.table[1:-1].argmax(axis=1) == 1).all()
+
+
+# ---- online SARSA learns every complete transition, at capacity 1 too -----------------------
+
+
+def _online_sarsa(capacity, env):
+    learner = rl.TDLearner(rl.TabularQApproximator(env.state_space.n, 2), "SARSA", gamma=1.0,
+                           lr=0.5)
+    policy = rl.QBasedPolicy(learner, rl.GreedyExplorer())  # Q[:, 0] >= 0 = Q[:, 1]: always 0
+    return rl.Agent(policy, rl.Trajectory(rl.CircularArraySARTSATraces(capacity=capacity)))
+
+
+@pytest.mark.parametrize("capacity", [1, 2])
+def test_online_sarsa_learns_every_transition_of_a_scripted_episode_once(capacity):
+    # FixedLengthEnv(3): states 0 -> 1 -> 2 -> 3 (terminal), reward 1 a step; action 0 always.
+    env = rl.FixedLengthEnv(3)
+    agent = _online_sarsa(capacity, env)
+    table = agent.policy.learner.approximator.table
+    rl.run(agent, env, rl.StopAfterNEpisodes(1, progress=False))
+    # rows learned in order: (0, 0, r=1, 1, 0) -> 0.5 * (1 + Q[1, 0]) = 0.5; (1, 0, 1, 2, 0) ->
+    # 0.5; the last, (2, 0, 1, 3, terminal), completed at PostEpisode -> 0.5 * 1 = 0.5.
+    if capacity == 1:
+        assert table[:, 0].tolist() == [0.5, 0.5, 0.5, 0.0]
+    rl.run(agent, env, rl.StopAfterNEpisodes(1, progress=False))
+    if capacity == 1:
+        # 0.5 + 0.5 (1 + 0.5 - 0.5) = 1.0 twice, then 0.5 + 0.5 (1 - 0.5) = 0.75
+        assert table[:, 0].tolist() == [1.0, 1.0, 0.75, 0.0]
+    else:  # capacity 2 relearns the container's older row too at each step (DummySampler)
+        assert table[2, 0] > 0.0 and table[:, 1].tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_online_sarsa_learns_random_walk_at_capacity_one():
+    learner = rl.TDLearner(rl.TabularQApproximator(7, 2), "SARSA", gamma=0.9, lr=0.5)
+    policy = rl.QBasedPolicy(learner, rl.EpsilonGreedyExplorer(0.1, decay_steps=500, rng=0))
+    agent = rl.Agent(policy, rl.Trajectory(rl.CircularArraySARTSATraces(capacity=1)))
+    rl.run(agent, rl.RandomWalk1D(), rl.StopAfterNSteps(2000, progress=False))
+    table = learner.approximator.table
+    assert (table != 0).any()
+    assert (table[1:-1].argmax(axis=1) == 1).all()  # right, towards the +1 end, everywhere
+
+
+def test_load_state_dict_from_an_epsilon_greedy_policy_into_a_greedy_one():
+    trained = rl.QBasedPolicy(rl.TDLearner(rl.TabularQApproximator(3, 2)),
+                              rl.EpsilonGreedyExplorer(0.1, rng=0))
+    trained.learner.approximator.table[:] = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    greedy = rl.QBasedPolicy(rl.TDLearner(rl.TabularQApproximator(3, 2)), rl.GreedyExplorer())
+    greedy.load_state_dict(trained.state_dict())
+    assert greedy.learner.approximator.table.tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    back = rl.QBasedPolicy(rl.TDLearner(rl.TabularQApproximator(3, 2)),
+                           rl.EpsilonGreedyExplorer(0.1, rng=5))
+    back.load_state_dict(trained.state_dict())  # the same kind of explorer: its state too
+    assert back.explorer.step == trained.explorer.step
+    assert back.explorer.rng.random() == trained.explorer.rng.random()
