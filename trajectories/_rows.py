@@ -17,13 +17,6 @@ _MAX_ROUNDS = 8
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
-def _rng(rng):
-    if rng is not None and not isinstance(rng, (int, np.integer, np.random.Generator)):
-        raise TypeError(f"rng must be an int seed or a np.random.Generator, "
-                        f"got {type(rng).__name__}")
-    return np.random.default_rng(rng)
-
-
 def _uniform_indices(rng, n: int, size: int) -> np.ndarray:
     """``size`` indices uniform over ``range(n)``.
 

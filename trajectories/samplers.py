@@ -9,16 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from trajectories._rows import _episodic, _layer, _rng, _Rows
+from trajectories._rows import _episodic, _layer, _Rows
+from trajectories.checks import as_rng, require_positive_int
 from trajectories.prioritized import CircularPrioritizedTraces
-
-
-def _check_positive(owner, **values):
-    for name, v in values.items():
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{owner}: {name} must be an int, got {name}={v!r}")
-        if v <= 0:
-            raise ValueError(f"{owner}: {name} must be positive, got {name}={v}")
 
 
 def _check_names(names):
@@ -105,16 +98,20 @@ class BatchSampler:
     """
 
     def __init__(self, batch_size: int, names=None, rng=None, device=None):
-        _check_positive("BatchSampler", batch_size=batch_size)
-        self.batch_size = int(batch_size)
+        self.batch_size = require_positive_int("BatchSampler", "batch_size", batch_size)
         self.names = _check_names(names)
-        self.rng = _rng(rng)
+        self.rng = as_rng(rng)
         self.device = _device(device)
         self._rows = _Rows(f"BatchSampler(batch_size={self.batch_size})", self.rng)
         self._plan = (None,)
 
     def __repr__(self) -> str:
         return f"BatchSampler(batch_size={self.batch_size}, names={self.names})"
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_plan"] = (None,)  # the container it last sampled: resolved again on use
+        return state
 
     def _plan_for(self, container):
         """The names to gather from this container and its prioritised layer, resolved once."""
@@ -185,9 +182,8 @@ class MultiBatchSampler:
     def __init__(self, sampler, n: int):
         if not hasattr(sampler, "sample"):
             raise TypeError(f"MultiBatchSampler needs a sampler, got {type(sampler).__name__}")
-        _check_positive("MultiBatchSampler", n=n)
         self.sampler = sampler
-        self.n = int(n)
+        self.n = require_positive_int("MultiBatchSampler", "n", n)
 
     def __repr__(self) -> str:
         return f"MultiBatchSampler({self.sampler!r}, n={self.n})"
@@ -208,11 +204,12 @@ class NStepBatchSampler:
     ``reward = r_i + gamma r_{i+1} + ... + gamma^(ns-1) r_{i+ns-1}``,
     ``terminal = terminal_{i+ns-1}``, ``next_state`` and every other right-hand multiplex name
     (``next_action``, ``next_legal_actions_mask``) at row ``i+ns-1``, every other trace at row
-    ``i``. With ``stack_size=k``, ``state`` and ``next_state`` come as ``(batch, k, *frame)``
-    windows ending at their row, and only rows with at least ``k`` states in their episode are
-    drawn. On bare traces (no episode bookkeeping) ``ns`` is cut at the first terminal and at the
-    newest row; ``ns`` never reaches past the newest complete row (a SARTSA row still waiting for
-    its next action).
+    ``i``. ``ns`` never reaches past the newest complete row of the episode (a SARTSA row still
+    waiting for its next action) nor, with lanes, out of the row's lane: the container says how
+    far each row may be followed (``rows_ahead_at``). With ``stack_size=k``, ``state`` and
+    ``next_state`` come as ``(batch, k, *frame)`` windows ending at their row, and only rows
+    with at least ``k`` stored states of their episode (``rows_behind_at``) are drawn. On bare
+    traces (no episode bookkeeping) ``ns`` is cut at the first terminal and at the newest row.
 
     Args:
         n: the most steps summed.
@@ -236,15 +233,15 @@ class NStepBatchSampler:
 
     def __init__(self, n: int, gamma: float, batch_size: int = 32, stack_size=None,
                  names=None, rng=None, device=None):
-        _check_positive("NStepBatchSampler", n=n, batch_size=batch_size)
+        self.n = require_positive_int("NStepBatchSampler", "n", n)
+        self.batch_size = require_positive_int("NStepBatchSampler", "batch_size", batch_size)
         if stack_size is not None:
-            _check_positive("NStepBatchSampler", stack_size=stack_size)
+            stack_size = require_positive_int("NStepBatchSampler", "stack_size", stack_size)
         if not (isinstance(gamma, (int, float, np.floating)) and 0 <= gamma <= 1):
             raise ValueError(f"NStepBatchSampler: gamma must be in [0, 1], got gamma={gamma!r}")
-        self.n, self.gamma, self.batch_size = int(n), float(gamma), int(batch_size)
-        self.stack_size = None if stack_size is None else int(stack_size)
+        self.gamma, self.stack_size = float(gamma), stack_size
         self.names = _check_names(names)
-        self.rng = _rng(rng)
+        self.rng = as_rng(rng)
         self.device = _device(device)
         who = f"NStepBatchSampler(n={self.n}, batch_size={self.batch_size})"
         self._rows = _Rows(who, self.rng)
@@ -258,15 +255,14 @@ class NStepBatchSampler:
         if k is None or k == 1:
             return None
         if _episodic(container):
-            return lambda idx: (idx >= k - 1) & (container.step_number_at(idx) >= k)
+            return lambda idx: container.rows_behind_at(idx) >= k
         return lambda idx: idx >= k - 1
 
     def _n_steps(self, container, idx, n_rows):
         """ns per sampled row: n cut at the episode end and at the newest complete row."""
-        ns = np.minimum(self.n, n_rows - idx)
         if _episodic(container):
-            left = container.episode_length_at(idx) - container.step_number_at(idx) + 1
-            return np.maximum(np.minimum(ns, left), 1)
+            return np.maximum(np.minimum(self.n, container.rows_ahead_at(idx)), 1)
+        ns = np.minimum(self.n, n_rows - idx)
         if self.n > 1 and "terminal" in container.keys():
             ahead = np.arange(self.n)
             done = container.take("terminal", np.minimum(idx[:, None] + ahead, n_rows - 1))
@@ -314,10 +310,11 @@ class EpisodesSampler:
 
     The first episode may be cut by the ring; the episode still being collected is included
     (with empty arrays when it has no transition yet). On bare traces episodes end after each
-    ``terminal`` row.
+    ``terminal`` row. With lanes, the episodes come lane by lane.
 
     Args:
         names: the traces to put in each episode (default: all).
+        device: when given (``"cpu"``, ``"cuda"``...), the arrays are torch tensors there.
 
     Example:
         >>> from trajectories import CircularArraySARTSTraces
@@ -329,8 +326,9 @@ class EpisodesSampler:
         [[0, 1], [2, 3]]
     """
 
-    def __init__(self, names=None):
+    def __init__(self, names=None, device=None):
         self.names = _check_names(names)
+        self.device = _device(device)
 
     def __repr__(self) -> str:
         return f"EpisodesSampler(names={self.names})"
@@ -366,5 +364,11 @@ class EpisodesSampler:
         # one gather per name for all episodes, then contiguous views, one per episode
         rows = np.concatenate(episodes)
         cuts = np.cumsum([len(e) for e in episodes])[:-1]
-        columns = {name: np.split(container.take(name, rows), cuts) for name in names}
+        gathered = {name: container.take(name, rows) for name in names}
+        if self.device is not None:
+            gathered = _to_device(gathered, self.device)
+            columns = {name: list(value.tensor_split(cuts.tolist())) for name, value in
+                       gathered.items()}
+        else:
+            columns = {name: np.split(value, cuts) for name, value in gathered.items()}
         return [{name: columns[name][i] for name in names} for i in range(len(episodes))]

@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from trajectories.checks import as_rng, require_positive_int
+
 
 def _check_priorities(p):
     p = np.asarray(p, dtype=np.float64)
@@ -51,17 +53,22 @@ class SumTree:
     """
 
     def __init__(self, capacity: int):
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)):
-            raise TypeError(f"capacity must be an int, got {type(capacity).__name__}")
-        if capacity <= 0:
-            raise ValueError(f"capacity must be positive, got capacity={capacity}")
-        self.capacity = int(capacity)
+        self.capacity = require_positive_int("SumTree", "capacity", capacity)
         self._n_leaves = 1 << max(0, (self.capacity - 1).bit_length())
         self._depth = self._n_leaves.bit_length() - 1
         self._tree = np.zeros(2 * self._n_leaves, dtype=np.float64)
         self._sums = memoryview(self._tree)  # Python floats in and out: fast scalar walks
         self._first = 0
         self._len = 0
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["_sums"]  # a memoryview of _tree: rebuilt on load
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._sums = memoryview(self._tree)
 
     # -- size -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -252,6 +259,6 @@ class SumTree:
     def sample(self, batch_size: int, rng=None) -> tuple[np.ndarray, np.ndarray]:
         """Stratified proportional draw: one ``v`` uniform in each of ``batch_size`` equal
         segments of ``[0, total)``. Returns ``(indices, priorities)``."""
-        rng = np.random.default_rng(rng)
+        rng = as_rng(rng)
         vs = (np.arange(batch_size) + rng.random(batch_size)) * (self.total / batch_size)
         return self.get_batch(np.minimum(vs, self.total))

@@ -10,13 +10,23 @@ allows::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from trajectories.controllers import InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
-from trajectories.lanes.trajectory import watch_lanes
+from trajectories.lanes.trajectory import (
+    restore_lanes,
+    split_truncated,
+    watch_lanes,
+    watching_first_push,
+)
 from trajectories.samplers import DummySampler
 
 __all__ = ["Trajectory"]
+
+
+def _without_truncated(inner, step: dict):
+    return inner({k: v for k, v in step.items() if k != "truncated"})
 
 
 @dataclass(eq=False)
@@ -72,27 +82,48 @@ class Trajectory:
             if not hasattr(getattr(self, name), needs):
                 raise TypeError(f"Trajectory {name}= needs a {needs}() method, got "
                                 f"{type(getattr(self, name)).__name__}")
-        # The per-step path: the container's handler per key set, looked up here directly.
-        if isinstance(c, EpisodesBuffer):
-            self._handlers, self._container_handler = c._handlers, c._handler
-        else:
-            self._handlers, self._container_handler = {}, lambda keys: c._push_row
+        self._bind()
         # Vector envs: split into lanes now when told (n_lanes=), else at the first push when it
         # carries one state per sub-env. Only instance attributes change: `push` stays as is.
         watch_lanes(self)
+
+    def _bind(self) -> None:
+        # The per-step path: the container's handler per key set, looked up here directly.
+        c = self.container
+        if isinstance(c, EpisodesBuffer):
+            self._handlers, self._container_handler = c._handlers, c._handler
+        else:
+            self._handlers, self._container_handler = {}, self._container_push
+        self._dropping = {}  # keys with "truncated" -> a handler that drops it
+
+    def _container_push(self, keys: tuple):
+        return self.container._push_row
+
+    def __getstate__(self):
+        # Handlers (compiled code among them) and the installed push are rebuilt on load.
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("_handlers", "_container_handler", "_dropping", "push", "extend")}
+        state["_watching_first_push"] = watching_first_push(self)
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        first_push = state.pop("_watching_first_push")
+        self.__dict__.update(state)
+        self._bind()
+        restore_lanes(self, first_push)
 
     def _new_handler(self, keys: tuple):
         """The container's push handler for ``keys``; ``truncated`` is the controller's alone
         (unless the traces store it): the handler drops it before the container sees the step."""
         if "truncated" not in keys or "truncated" in self.container.keys():
             return self._container_handler(keys)
-        inner = self._container_handler(tuple(k for k in keys if k != "truncated"))
-
-        def handler(step):
-            return inner({k: v for k, v in step.items() if k != "truncated"})
-
-        if len(self._handlers) < 64:
-            self._handlers[keys] = handler
+        handler = self._dropping.get(keys)
+        if handler is None:
+            handler = partial(_without_truncated,
+                              self._container_handler(tuple(k for k in keys if k != "truncated")))
+            if len(self._dropping) < 64:
+                self._dropping[keys] = handler
         return handler
 
     def push(self, **step) -> None:
@@ -112,8 +143,13 @@ class Trajectory:
 
     def extend(self, *, new_episode: bool = True, **columns) -> int:
         """Insert many steps at once (see `EpisodesBuffer.extend`); the controller counts the
-        ``T`` transitions in one ``on_insert(T, columns)`` call. Returns ``T``."""
-        n = self.container.extend(new_episode=new_episode, **columns)
+        ``T`` transitions in one ``on_insert(T, columns)`` call. Returns ``T``.
+
+        ``truncated`` (one flag per step) says which steps a time limit ended, as with `push`:
+        the controller sees it, nothing is stored unless the traces have a ``truncated``
+        trace."""
+        stored = split_truncated(columns, self.container.keys())
+        n = self.container.extend(new_episode=new_episode, **stored)
         if n:
             self.controller.on_insert(n, columns)
         return n

@@ -2,12 +2,14 @@ import numpy as np
 import pytest
 
 from trajectories import (
+    BatchSampler,
     CircularArraySARTSATraces,
     CircularArraySARTSTraces,
     CircularArraySLARTTraces,
     ElasticArraySARTSATraces,
     ElasticArraySARTSTraces,
     EpisodesBuffer,
+    EpisodesSampler,
     Traces,
 )
 
@@ -311,3 +313,119 @@ def test_extend_validates_everything_first():
     with pytest.raises(ValueError):
         eb.extend(new_episode=False, state=[[1, 2]], action=[0], reward=[0.0], terminal=[0])
     assert before == (meta(eb), {k: eb.traces[k].tolist() for k in eb.keys()})
+
+
+# -- pops and the SARTSA layout -----------------------------------------------------------------
+
+
+def test_sartsa_popleft_then_steps_mark_only_rows_that_exist():
+    eb = EpisodesBuffer(CircularArraySARTSATraces(capacity=3))
+    eb.push(state=0)
+    eb.push(state=1, action=1, reward=1.0, terminal=False)
+    eb.popleft()
+    eb.push(state=2, action=2, reward=2.0, terminal=False)
+    # row 1 -> 2 waits for the action at state 2; the row of state 0 is gone
+    assert eb.n_sampleable == 0 and eb.sampleable_inds.tolist() == [False, False]
+    assert list(eb) == [] and len(eb) == 0
+    assert [e["state"].tolist() for e in EpisodesSampler().sample(eb)] == [[]]
+    eb.push(state=3, action=3, reward=3.0, terminal=False)
+    assert eb.n_sampleable == 1 and eb.sampleable_inds.tolist() == [True, False, False]
+    assert list(eb) == [{"state": 1, "next_state": 2, "action": 2, "next_action": 3,
+                         "reward": 2.0, "terminal": False}]
+    eb.push(next_action=4)
+    assert eb.n_sampleable == 2 and [row["next_action"] for row in eb] == [3, 4]
+    batch = BatchSampler(64, rng=0).sample(eb)
+    pairs = zip(batch["state"].tolist(), batch["next_action"].tolist(), strict=True)
+    assert set(pairs) == {(1, 3), (2, 4)}
+
+
+def test_sartsa_popleft_then_completion_marks_nothing_that_is_gone():
+    eb = EpisodesBuffer(CircularArraySARTSATraces(capacity=3))
+    eb.push(state=0)
+    eb.push(state=1, action=1, reward=1.0, terminal=True)
+    eb.popleft()
+    eb.push(next_action=5)  # the action at state 1; the row of state 0 was popped
+    assert eb.n_sampleable == 0 and list(eb) == [] and eb.sampleable_inds.tolist() == [False]
+    eb.push(state=10)
+    eb.push(state=11, action=6, reward=1.0, terminal=False)
+    eb.push(state=12, action=7, reward=1.0, terminal=False)
+    assert [(r["state"], r["next_action"]) for r in eb] == [(10, 7)]
+
+
+def test_sartsa_pop_returns_the_row_it_removes():
+    eb = EpisodesBuffer(CircularArraySARTSATraces(capacity=10))
+    eb.push(state=0)
+    for s in (1, 2, 3):
+        eb.push(state=s, action=10 + s - 1, reward=float(s), terminal=s == 3)
+    # mid-episode: the row 2 -> 3 has no next action yet
+    assert eb.pop() == {"state": 2, "next_state": 3, "action": 12, "reward": 3.0,
+                        "terminal": True}
+    assert [r["state"] for r in eb] == [0] and eb.sampleable_inds.tolist() == [1, 0, 0]
+    eb.push(state=3, action=12, reward=3.0, terminal=True)
+    eb.push(next_action=13)
+    assert eb.pop() == {"state": 2, "next_state": 3, "action": 12, "next_action": 13,
+                        "reward": 3.0, "terminal": True}
+    # the action taken at state 2 now completes the episode there
+    assert [(r["state"], r["next_action"]) for r in eb] == [(0, 11), (1, 12)]
+    with pytest.raises(ValueError, match="twice"):
+        eb.push(next_action=1)
+    eb.push(state=20)
+    assert eb.pop() == {"state": 2, "next_state": 20, "action": 12, "reward": 0.0,
+                        "terminal": False}  # the boundary row: padding and the completion
+    assert eb.popleft() == {"state": 0, "next_state": 1, "action": 10, "next_action": 11,
+                            "reward": 1.0, "terminal": False}
+
+
+def test_sarts_pop_and_popleft_return_their_rows():
+    eb = EpisodesBuffer(CircularArraySARTSTraces(capacity=10))
+    eb.push(state=0)
+    assert eb.pop() == {} and len(eb.step_numbers) == 0
+    eb.push(state=0)
+    step(eb, 1, a=3, r=1.0)
+    assert eb.popleft() == {"state": 0, "next_state": 1, "action": 3, "reward": 1.0,
+                            "terminal": False}
+    assert eb.popleft() == {} and len(eb.step_numbers) == 0
+
+
+@pytest.mark.parametrize("capacity", [1, 2, 3])
+def test_sartsa_capacity_holds_complete_rows_and_the_one_awaiting_its_action(capacity):
+    eb = EpisodesBuffer(CircularArraySARTSATraces(capacity=capacity))
+    eb.push(state=0)
+    for s in range(1, 8):  # the action taken at state k is 100 + k
+        eb.push(state=s, action=100 + s - 1, reward=float(s), terminal=s == 7)
+        assert len(eb) == min(capacity, s - 1) == eb.n_sampleable
+        if s >= 2:  # the newest complete row: its next action just arrived
+            assert list(eb)[-1] == {"state": s - 2, "next_state": s - 1, "action": 100 + s - 2,
+                                    "next_action": 100 + s - 1, "reward": float(s - 1),
+                                    "terminal": False}
+    eb.push(next_action=107)  # completes the last row; a full action ring drops the oldest
+    assert len(eb) == capacity == eb.n_sampleable
+    assert list(eb)[-1] == {"state": 6, "next_state": 7, "action": 106, "next_action": 107,
+                            "reward": 7.0, "terminal": True}
+    assert len(eb.step_numbers) == capacity + 1  # states 7 - capacity .. 7
+    eb.push(state=20)  # a new episode: the boundary row waits for the first action there
+    assert len(eb) == capacity == eb.n_sampleable
+    eb.push(state=21, action=200, reward=1.0, terminal=False)
+    assert len(eb) == capacity and eb.n_sampleable == capacity - 1  # the boundary is padding
+    assert [r["state"] for r in eb] == list(range(8 - capacity, 7))
+    assert eb.step_numbers.tolist()[-2:] == [1, 2]
+
+
+def test_a_completion_that_fills_the_action_ring_drops_the_oldest_row_everywhere():
+    eb = EpisodesBuffer(CircularArraySARTSATraces(capacity=1))
+    eb.push(state=0)
+    for s in (1, 2):
+        eb.push(state=s, action=s, reward=float(s), terminal=s == 2)
+    assert meta(eb) == ([1, 0, 0], [1, 2, 3], [2, 2, 2])
+    eb.push(next_action=9)  # the action ring (2 frames) overflows: state 0's row goes
+    assert meta(eb) == ([1, 0], [2, 3], [2, 2]) and eb.n_sampleable == 1
+    assert eb.traces["state"].tolist() == [1] and eb.traces["next_action"].tolist() == [9]
+    eb.push(state=5)
+    assert meta(eb) == ([1, 0, 0], [2, 3, 1], [2, 2, 0]) and len(eb) == 1
+    cols = {k: eb.traces[k].tolist() for k in eb.keys()}
+    assert cols == {"state": [1, 2], "next_state": [2, 5], "action": [2], "next_action": [9],
+                    "reward": [2.0, 0.0], "terminal": [True, False]}
+    eb.push(state=6, action=7, reward=1.0, terminal=False)  # the states' ring overflows
+    assert meta(eb) == ([0, 0, 0], [3, 1, 2], [2, 1, 1]) and list(eb) == []
+    assert eb.traces[0] == {"state": 2, "next_state": 5, "action": 9, "next_action": 7,
+                            "reward": 0.0, "terminal": False}

@@ -362,3 +362,60 @@ def test_restart_lets_a_lane_without_steps_start_again(make):
     assert rows == [([0, 0], [0, 1]), ([0, 1], [0, 2]), ([0, 5], [0, 6]),
                     ([1, 0], [1, 1]), ([1, 5], [1, 6])]
     assert lb.open_lanes().tolist() == [False, False]
+
+
+# -- SARTSA lanes: columns, pops and restarts ---------------------------------------------------
+
+
+def sartsa_lanes(capacity=20):
+    lb = per_lane_buffer(CircularArraySARTSATraces(capacity=capacity), 2)
+    lb.push(state=np.array([0, 100]))
+    for s in (1, 2, 3):
+        lb.push(state=np.array([s, 100 + s]), action=np.array([10 + s, 110 + s]),
+                reward=np.ones(2), terminal=np.array([False, s == 3]))
+    return lb
+
+
+def test_sartsa_lane_columns_line_up_with_the_global_rows():
+    lb = sartsa_lanes()
+    assert len(lb) == 4 and lb.lane_lengths() == [2, 2]  # each lane: 2 complete rows
+    rows = np.arange(len(lb))
+    for name in lb.keys():
+        np.testing.assert_array_equal(lb[name], lb.take(name, rows))
+    assert lb["state"].tolist() == [0, 1, 100, 101]
+    assert lb["next_action"].tolist() == [12, 13, 112, 113]
+    assert [len(getattr(lb, a)) for a in ("sampleable_inds", "step_numbers",
+                                          "episodes_lengths")] == [4, 4, 4]
+
+
+def test_pop_after_a_completion_keeps_lane_and_buffer_agreeing():
+    lb = sartsa_lanes()
+    lb.push(next_action=np.array([0, 114]), lanes=np.array([False, True]))  # lane 1 completes
+    lb.pop(1)  # lane 1 is now completed one state earlier (by the action taken there, 113)
+    assert lb.running_lanes().tolist() == [True, False]
+    before = {name: lb[name].tolist() for name in lb.keys()}
+    with pytest.raises(ValueError, match="lane 1: push\\(next_action=...\\) twice"):
+        lb.push(next_action=np.array([14, 115]))
+    assert {name: lb[name].tolist() for name in lb.keys()} == before  # lane 0 untouched
+    assert lb.running_lanes().tolist() == [True, False]
+    lb.push(next_action=np.array([14, 0]), lanes=np.array([True, False]))
+    assert lb["next_action"].tolist() == [12, 13, 14, 112, 113]
+
+
+def test_restart_keeps_the_previous_episode_completed():
+    lb = sartsa_lanes()
+    lb.push(next_action=np.array([0, 114]), lanes=np.array([False, True]))
+    lb.push(state=np.array([0, 200]), lanes=np.array([False, True]))  # lane 1 resets; a run
+    assert lb.open_lanes().tolist() == [False, True]                  # stops here
+    lb.push(next_action=np.array([14, 0]), lanes=np.array([True, False]))
+    with pytest.raises(ValueError, match="lane 1: a partial push right after a partial push"):
+        lb.push(state=np.array([50, 300]))
+    lb.push(state=np.array([50, 300]), restart=True)  # the next run's first states
+    for s in (1, 2):
+        lb.push(state=np.array([50 + s, 300 + s]), action=np.array([60 + s, 400 + s]),
+                reward=np.ones(2), terminal=np.array([False, False]))
+    lane1 = [(r["state"], r["next_state"], r["action"], r["next_action"]) for r in
+             lb._lanes[1]]
+    assert lane1 == [(100, 101, 111, 112), (101, 102, 112, 113), (102, 103, 113, 114),
+                     (300, 301, 401, 402)]
+    assert [r["state"] for r in lb._lanes[0]] == [0, 1, 2, 50]

@@ -166,3 +166,91 @@ def test_validation():
         NStepBatchSampler(n=3, gamma=0.9, batch_size=-1)
     with pytest.raises(ValueError, match="cannot sample an empty"):
         NStepBatchSampler(n=3, gamma=0.9).sample(CircularArraySARTSTraces(capacity=3))
+
+
+# -- lanes: n-step cuts and stacked windows stay in their lane and episode --------------------
+
+
+def per_lane(traces, n):
+    from trajectories.lanes.per_lane import PerLaneEpisodes
+
+    return PerLaneEpisodes(traces, n)
+
+
+def rings(traces, n):
+    from trajectories.lanes.rings import RingLanes
+
+    return RingLanes(traces, n)
+
+
+def nstep_by_state(batch):
+    return {s: (r, s2) for s, r, s2 in zip(*(batch[k].tolist() for k in
+                                               ("state", "reward", "next_state")), strict=True)}
+
+
+def test_nstep_on_sartsa_lanes_stops_at_each_lanes_newest_complete_row():
+    from trajectories import Trajectory
+
+    t = Trajectory(CircularArraySARTSATraces(capacity=100), n_lanes=2)
+    t.push(state=np.array([0, 100]))
+    for s in (1, 2, 3):
+        t.push(state=np.array([s, 100 + s]), action=np.array([0, 0]),
+               reward=np.array([1.0, 1000.0]), terminal=np.array([False, False]))
+    batch = NStepBatchSampler(n=3, gamma=1.0, batch_size=64, rng=0).sample(t.container)
+    # Lane 0 holds rows 0 -> 1 and 1 -> 2; row 2 -> 3 waits for the action at state 3, so
+    # ns = min(3, rows ahead) is 2 for state 0: reward 1 + 1, next_state 2 (never lane 1's 1000).
+    assert nstep_by_state(batch) == {0: (2.0, 2), 1: (1.0, 2), 100: (2000.0, 102),
+                                     101: (1000.0, 102)}
+    assert set(batch["next_action"].tolist()) == {0}
+    half = NStepBatchSampler(n=3, gamma=0.5, batch_size=64, rng=0).sample(t.container)
+    assert nstep_by_state(half)[0] == (1.5, 2)
+
+
+def test_nstep_on_one_sartsa_buffer_agrees_with_a_lane():
+    eb = EpisodesBuffer(CircularArraySARTSATraces(capacity=100))
+    eb.push(state=0)
+    for s in (1, 2, 3):
+        eb.push(state=s, action=0, reward=1.0, terminal=False)
+    batch = NStepBatchSampler(n=3, gamma=1.0, batch_size=64, rng=0).sample(eb)
+    assert nstep_by_state(batch) == {0: (2.0, 2), 1: (1.0, 2)}
+
+
+@pytest.mark.parametrize("make, layout", [
+    (rings, CircularArraySARTSTraces), (per_lane, CircularArraySARTSTraces),
+    (per_lane, CircularArraySARTSATraces)], ids=["rings", "per_lane", "per_lane-sartsa"])
+def test_stacked_windows_never_mix_lanes_once_a_ring_wrapped(make, layout):
+    lb = make(layout(capacity=8), 2)  # 4 rows a lane
+    lb.push(state=np.array([0, 100]))
+    for t in range(1, 11):  # one 10-step episode per lane: both rings wrap
+        lb.push(state=np.array([t, 100 + t]), action=np.zeros(2, dtype=np.int64),
+                reward=np.ones(2), terminal=np.zeros(2, dtype=bool))
+    batch = NStepBatchSampler(n=1, gamma=0.9, batch_size=400, stack_size=3, rng=0).sample(lb)
+    windows = {tuple(w) for w in batch["state"].tolist()}
+    next_windows = {tuple(w) for w in batch["next_state"].tolist()}
+    if layout is CircularArraySARTSTraces:  # lane 0 keeps states 6..10, lane 1 106..110
+        assert windows == {(6, 7, 8), (7, 8, 9), (106, 107, 108), (107, 108, 109)}
+        assert next_windows == {(7, 8, 9), (8, 9, 10), (107, 108, 109), (108, 109, 110)}
+    else:  # SARTSA: 4 complete rows and the one awaiting its action: states 5..10
+        assert windows == {(5, 6, 7), (6, 7, 8), (105, 106, 107), (106, 107, 108)}
+        assert next_windows == {(6, 7, 8), (7, 8, 9), (106, 107, 108), (107, 108, 109)}
+    nstep = NStepBatchSampler(n=3, gamma=1.0, batch_size=400, stack_size=2, rng=1).sample(lb)
+    for w, w2, r in zip(nstep["state"].tolist(), nstep["next_state"].tolist(),
+                        nstep["reward"].tolist(), strict=True):
+        assert w[1] == w[0] + 1 and w2[1] == w2[0] + 1 and w2[1] - w[1] == r
+
+
+def test_stacked_windows_on_one_wrapped_buffer_stay_in_their_episode():
+    eb = EpisodesBuffer(CircularArraySARTSTraces(capacity=6))
+    eb.push(state=0)
+    for s in range(1, 8):  # an episode of 7 steps, then one of 2: keeps states 5..7 | 20..22
+        eb.push(state=s, action=0, reward=1.0, terminal=s == 7)
+    eb.push(state=20)
+    for s in (21, 22):
+        eb.push(state=s, action=0, reward=1.0, terminal=False)
+    assert eb.traces["state"].tolist() == [4, 5, 6, 7, 20, 21]
+    batch = NStepBatchSampler(n=2, gamma=1.0, batch_size=300, stack_size=2, rng=2).sample(eb)
+    assert {tuple(w) for w in batch["state"].tolist()} == {(4, 5), (5, 6), (20, 21)}
+    got = {tuple(w): (r, tuple(w2)) for w, r, w2 in zip(
+        batch["state"].tolist(), batch["reward"].tolist(), batch["next_state"].tolist(),
+        strict=True)}
+    assert got == {(4, 5): (2.0, (6, 7)), (5, 6): (1.0, (6, 7)), (20, 21): (1.0, (21, 22))}

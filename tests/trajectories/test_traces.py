@@ -179,3 +179,42 @@ def test_trace_wraps_a_buffer():
 def test_iteration_yields_rows():
     t = Traces(a=[1, 2], b=[3, 4])
     assert list(t) == [{"a": 1, "b": 3}, {"a": 2, "b": 4}]
+
+
+def sartsa_rows(t):
+    return [(r["state"], r["action"], r["reward"], r["next_state"], r["next_action"]) for r in t]
+
+
+@pytest.mark.parametrize("order", ["key by key", "round robin"])
+def test_raw_sartsa_traces_fed_partial_pushes_hold_capacity_complete_rows(order):
+    from trajectories import CircularArraySARTSATraces
+
+    t = CircularArraySARTSATraces(3)
+    pushes = {"state": [10, 20, 30, 40, 50], "action": [1, 2, 3, 4], "reward": [1.0, 2.0, 3.0],
+              "terminal": [False, False, True]}
+    if order == "key by key":
+        sequence = [(k, v) for k, values in pushes.items() for v in values]
+    else:
+        sequence = [(k, values[i]) for i in range(5) for k, values in pushes.items()
+                    if i < len(values)]
+    for name, value in sequence:
+        t.push(**{name: value})
+    assert len(t) == 3 and t.capacity == 3
+    assert sartsa_rows(t) == [(10, 1, 1.0, 20, 2), (20, 2, 2.0, 30, 3), (30, 3, 3.0, 40, 4)]
+
+
+def test_any_multiplex_overflow_drops_the_oldest_row_of_every_column():
+    from trajectories import CircularArraySARTSATraces
+
+    t = CircularArraySARTSATraces(1)  # states 3 frames, actions, rewards, terminals 2
+    t.push(state=0)
+    t.push(state=1, action=10, reward=1.0, terminal=False)
+    t.push(state=2, action=11, reward=2.0, terminal=True)
+    assert sartsa_rows(t) == [(0, 10, 1.0, 1, 11)]
+    t.push(action=12)  # the action ring overflows: row 0 goes from every column
+    assert sartsa_rows(t) == [(1, 11, 2.0, 2, 12)]
+    assert [len(b) for b in t._bufs] == [2, 2, 1, 1]
+    # two more steps, in bulk, as two pushes would: the full action ring drops a row each time
+    t.append(state=[3, 4], action=[13, 14], reward=[3.0, 4.0], terminal=[False, False])
+    assert [len(b) for b in t._bufs] == [2, 2, 1, 1]
+    assert sartsa_rows(t) == [(3, 13, 4.0, 4, 14)]

@@ -150,3 +150,67 @@ def test_memory_of_a_million_step_cartpole_trajectory():
     total = sum(a.nbytes for a in arrays)
     assert eb.traces._bufs[0]._data.nbytes == (1_000_000 + 2) * 16  # states stored once
     assert total <= 60e6, total
+
+
+# -- first pushes that fail, truncation --------------------------------------------------------
+
+
+def test_a_failed_first_push_leaves_the_trajectory_as_it_was():
+    t = Trajectory(CircularArraySARTSTraces(capacity=10))  # int64 scalar states
+    cartpole_state = np.array([0.01, -0.2, 0.03, 0.4], dtype=np.float32)
+    with pytest.raises(ValueError, match=r"declare the trace for it: "
+                                         r"state=\(np\.float32, \(4,\)\)") as error:
+        t.push(state=cartpole_state)  # one CartPole state, not 4 sub-envs' states
+    assert "build the preset with env=" in str(error.value)
+    assert type(t.container) is EpisodesBuffer and t.n_lanes is None
+    assert len(t.container.step_numbers) == 0 and t.controller.n_inserted == 0
+    assert "extend" not in vars(t)
+    t.push(state=np.array([3, 4]))  # still decided by the first push that works: 2 lanes
+    assert t.n_lanes == 2 and t.container.lane_lengths() == [0, 0]
+
+
+def test_a_failed_single_env_first_push_still_waits_for_lanes():
+    t = Trajectory(CircularArraySARTSTraces(capacity=10))
+    with pytest.raises(ValueError, match="not a whole number"):
+        t.push(state=1.5)
+    assert type(t.container) is EpisodesBuffer and len(t.container.step_numbers) == 0
+    t.push(state=1)
+    assert "push" not in vars(t) and t.n_lanes is None
+
+
+def test_truncated_in_extend_reaches_the_controller_and_is_not_stored():
+    from trajectories import EpisodeSampleRatioController
+
+    c = CountingController()
+    t = Trajectory(CircularArraySARTSTraces(capacity=10), controller=c)
+    t.extend(state=np.arange(4), action=[0, 1, 0], reward=[0.0, 0.0, 1.0],
+             terminal=[False, False, False], truncated=[False, False, True])
+    assert t.keys() == ("state", "next_state", "action", "reward", "terminal")
+    assert c.inserts[0][0] == 3 and c.inserts[0][1]["truncated"] == [False, False, True]
+    with pytest.raises(ValueError, match="truncated must hold one bool per step"):
+        t.extend(new_episode=False, state=[4], action=[0], reward=[0.0], terminal=[False],
+                 truncated=[True, False])
+    assert len(t) == 3
+    e = Trajectory(CircularArraySARTSTraces(capacity=10),
+                   controller=EpisodeSampleRatioController())
+    e.extend(state=np.arange(4), action=[0, 1, 0], reward=[0.0, 0.0, 1.0],
+             terminal=[False, True, False], truncated=[False, False, True])
+    assert e.controller.n_episodes == 2  # one terminated, one cut by a time limit
+
+
+def test_truncated_in_a_laned_extend_and_push_counts_per_lane():
+    from trajectories import EpisodeSampleRatioController
+
+    t = Trajectory(CircularArraySARTSTraces(capacity=20),
+                   controller=EpisodeSampleRatioController(), n_lanes=2)
+    t.push(state=np.array([0, 10]))
+    t.push(state=np.array([1, 11]), action=np.array([0, 0]), reward=np.zeros(2),
+           terminal=np.array([False, False]), truncated=np.array([True, False]))
+    assert t.controller.n_episodes == 1
+    t.push(state=np.array([2, 12]), action=np.array([0, 0]), reward=np.zeros(2),
+           terminal=np.array([False, True]), truncated=np.array([True, True]),
+           episode_start=np.array([True, False]))  # lane 0 only restarts: no step to count
+    assert t.controller.n_episodes == 2
+    assert t.extend(1, new_episode=False, state=[13, 14], action=[0, 0], reward=[0.0, 0.0],
+                    terminal=[False, False], truncated=[False, True]) == 2
+    assert t.controller.n_episodes == 3 and "truncated" not in t.keys()

@@ -8,7 +8,8 @@ import numpy as np
 
 from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer
 
-__all__ = ["split_lanes", "watch_lanes", "lanes_of_first_push"]
+__all__ = ["split_lanes", "watch_lanes", "lanes_of_first_push", "watching_first_push",
+           "restore_lanes", "split_truncated"]
 
 
 def split_lanes(trajectory, n_lanes: int):
@@ -53,6 +54,35 @@ def _install(trajectory, laned) -> None:
     trajectory.extend = _LanedExtend(trajectory, laned)
 
 
+def watching_first_push(trajectory) -> bool:
+    """Whether ``trajectory`` waits for its first push to decide about lanes."""
+    return isinstance(vars(trajectory).get("push"), _FirstPush)
+
+
+def restore_lanes(trajectory, first_push: bool) -> None:
+    """Install again, on a copy of a trajectory, what the original had: its lanes' push, or
+    the wait for the first push."""
+    if isinstance(trajectory.container, LanedEpisodesBuffer):
+        _install(trajectory, trajectory.container)
+    elif first_push:
+        trajectory.push = _FirstPush(trajectory)
+
+
+def split_truncated(columns: dict, keys) -> dict:
+    """The columns to store: all but ``truncated`` unless the traces have it. ``truncated``
+    must hold one flag per step (checked here, before anything is written)."""
+    if "truncated" not in columns or "truncated" in keys:
+        return columns
+    flags = np.asarray(columns["truncated"])
+    steps = min((np.shape(v)[0] for k, v in columns.items() if k != "truncated" and np.ndim(v)),
+                default=None)
+    if flags.ndim != 1 or flags.dtype.kind not in "biu" or (steps is not None and
+                                                             len(flags) != steps):
+        raise ValueError(f"truncated must hold one bool per step ({steps} steps), got "
+                         f"{columns['truncated']!r}")
+    return {k: v for k, v in columns.items() if k != "truncated"}
+
+
 def watch_lanes(trajectory) -> None:
     """Called by `Trajectory` when built: split it into ``trajectory.n_lanes`` lanes when that
     is given (or the container has lanes), else decide at the first push."""
@@ -79,12 +109,31 @@ class _FirstPush:
 
     def __call__(self, **step) -> None:
         trajectory = self.trajectory
+        container = trajectory.container
+        n = lanes_of_first_push(container, step)
         del trajectory.push
-        n = lanes_of_first_push(trajectory.container, step)
-        if n is not None:
+        try:
+            if n is None:
+                trajectory.push(**step)
+                return
             split_lanes(trajectory, n)
             trajectory.container.inferred_from = np.shape(step["state"])
-        trajectory.push(**step)
+            trajectory.push(**step)
+        except Exception as laned_error:
+            # A failed push changes nothing, lanes included: the trajectory waits again.
+            for name in ("push", "extend"):
+                vars(trajectory).pop(name, None)
+            trajectory.container, trajectory.n_lanes = container, None
+            trajectory.push = self
+            if n is None or not isinstance(laned_error, (TypeError, ValueError)):
+                raise
+            # The lanes were a guess: say what is wrong with the push taken as one env's step
+            # (a state of the wrong shape or dtype for its trace, most likely).
+            try:
+                type(trajectory).push(trajectory, **step)
+            except (TypeError, ValueError) as single_error:
+                raise single_error from laned_error
+            del trajectory.push  # it fitted one env after all
 
 
 class _LanedPush:
@@ -135,7 +184,8 @@ class _LanedExtend:
         self.trajectory, self.container = trajectory, container
 
     def __call__(self, lane: int, *, new_episode: bool = True, **columns) -> int:
-        n = self.container.extend(lane, new_episode=new_episode, **columns)
+        stored = split_truncated(columns, self.container.keys())
+        n = self.container.extend(lane, new_episode=new_episode, **stored)
         if n:
             self.trajectory.controller.on_insert(n, columns)
         return n
