@@ -141,3 +141,17 @@ class EpisodeMeta:
 
     def logical(self, arr: np.ndarray) -> np.ndarray:
         return arr[self.phys(np.arange(self.n))]
+
+
+def episode_row_lists(steps: np.ndarray, ok: np.ndarray, offset: int = 0) -> list:
+    """The sampleable rows (plus ``offset``) of each episode among stored states with step
+    numbers ``steps`` and sampleable flags ``ok``, oldest first. The first episode may be cut by
+    the ring (it starts at the first state whatever its step number); the newest one is
+    listed even when it has no row yet."""
+    if steps.size == 0:
+        return []
+    starts = np.flatnonzero(steps == 1)
+    if starts.size == 0 or starts[0] != 0:
+        starts = np.concatenate([[0], starts])
+    ends = np.append(starts[1:], steps.size)
+    return [offset + a + np.flatnonzero(ok[a:b]) for a, b in zip(starts, ends, strict=True)]

@@ -88,11 +88,14 @@ class _Rows:
                 idx = more if not idx.size else np.concatenate([idx, more])
                 if idx.size >= batch_size:
                     return idx[:batch_size]
+        return np.concatenate([idx, self._listed(ok, n, batch_size - idx.size)])
+
+    def _listed(self, ok, n: int, size: int) -> np.ndarray:
+        """``size`` rows uniform over the admissible rows, listed once (the fallback)."""
         candidates = np.flatnonzero(ok(np.arange(n)))
         if candidates.size == 0:
             raise self._none_ok()
-        fill = candidates[rng.integers(candidates.size, size=batch_size - idx.size)]
-        return np.concatenate([idx, fill])
+        return candidates[self.rng.integers(candidates.size, size=size)]
 
     def prioritized(self, container, tree, batch_size: int, accept=None):
         """Stratified over the tree's total; rows refused are redrawn proportionally."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from trajectories._episode_meta import episode_row_lists
 from trajectories._rows import _episodic, _layer, _Rows
 from trajectories.checks import as_rng, require_positive_int
 from trajectories.prioritized import CircularPrioritizedTraces
@@ -338,15 +339,8 @@ class EpisodesSampler:
             return container.episode_rows()
         n_rows = len(container)
         if _episodic(container):
-            steps = np.asarray(container.step_numbers)
-            if steps.size == 0:
-                return []
-            ok = np.asarray(container.sampleable_inds, dtype=bool)
-            starts = np.flatnonzero(steps == 1)
-            if starts.size == 0 or starts[0] != 0:
-                starts = np.concatenate([[0], starts])  # the first episode, cut by the ring
-            ends = np.append(starts[1:], steps.size)
-            return [a + np.flatnonzero(ok[a:b]) for a, b in zip(starts, ends, strict=True)]
+            return episode_row_lists(np.asarray(container.step_numbers),
+                                     np.asarray(container.sampleable_inds, dtype=bool))
         if n_rows == 0:
             return []
         if "terminal" not in container.keys():

@@ -419,3 +419,14 @@ def test_restart_keeps_the_previous_episode_completed():
     assert lane1 == [(100, 101, 111, 112), (101, 102, 112, 113), (102, 103, 113, 114),
                      (300, 301, 401, 402)]
     assert [r["state"] for r in lb._lanes[0]] == [0, 1, 2, 50]
+
+
+@pytest.mark.parametrize("make", STORAGES.values(), ids=STORAGES.keys())
+def test_episodes_sampler_lists_a_lanes_new_episode_without_rows(make):
+    lb = make(CircularArraySARTSTraces(capacity=8), 2)
+    lb.push(state=np.array([0, 10]))
+    lb.push(state=np.array([1, 11]), action=np.zeros(2, dtype=np.int64), reward=np.ones(2),
+            terminal=np.array([True, False]))
+    lb.push(state=np.array([5, 0]), lanes=np.array([True, False]))  # lane 0: a new episode
+    episodes = EpisodesSampler(names=("state",)).sample(lb)
+    assert [e["state"].tolist() for e in episodes] == [[0], [], [10]]

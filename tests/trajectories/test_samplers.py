@@ -9,6 +9,7 @@ from trajectories import (
     EpisodesBuffer,
     EpisodesSampler,
     InsertSampleRatioController,
+    LanedEpisodesBuffer,
     MetaSampler,
     MultiBatchSampler,
     Trajectory,
@@ -16,7 +17,7 @@ from trajectories import (
 
 
 def design_example(capacity=20):
-    """DESIGN §8: state=0, five steps, state=6 (new episode), four steps; reward = next state."""
+    """state=0, five steps, state=6 (new episode), four steps; reward = next state."""
     eb = EpisodesBuffer(CircularArraySARTSTraces(capacity=capacity))
     eb.push(state=0)
     for s in range(1, 6):
@@ -55,16 +56,28 @@ def test_batch_sampler_is_uniform_over_sampleable_rows():
     assert chi2 < 26.1  # 8 degrees of freedom, p ~ 0.001
 
 
-def test_batch_sampler_low_acceptance_falls_back_and_stays_exact():
-    # one-step episodes: every other row is a boundary
-    eb = EpisodesBuffer(CircularArraySARTSTraces(capacity=200))
-    for e in range(60):
-        eb.push(state=10 * e)
-        eb.push(state=10 * e + 1, action=0, reward=1.0, terminal=True)
-    batch = BatchSampler(3000, rng=2).sample(eb)
+def test_batch_sampler_low_acceptance_falls_back_and_stays_exact(monkeypatch):
+    import trajectories._rows as rows
+
+    listed = []
+    original = rows._Rows._listed
+    monkeypatch.setattr(rows._Rows, "_listed",
+                        lambda self, *a: listed.append(a[-1]) or original(self, *a))
+    # A sub-env that keeps restarting before its first step: each restart leaves a padding
+    # row. Per cycle, 5 padding rows and 1 step: a sampleable share of 1/6 < 0.25.
+    lb = LanedEpisodesBuffer(CircularArraySARTSTraces(capacity=1000), 1)
+    for c in range(40):
+        lb.push(state=np.array([100 * c]))
+        for k in range(1, 5):
+            lb.push(state=np.array([100 * c + 10 * k]), restart=True)
+        lb.push(state=np.array([100 * c + 41]), action=np.zeros(1, dtype=np.int64),
+                reward=np.ones(1), terminal=np.ones(1, dtype=bool))
+    assert lb.n_sampleable == 40 and len(lb) == 239
+    batch = BatchSampler(4000, rng=2).sample(lb)
+    assert listed == [4000]  # the whole batch came from the listed rows
     assert (batch["next_state"] == batch["state"] + 1).all()
-    counts = np.bincount(batch["state"] // 10, minlength=60)
-    assert counts.min() > 20 and counts.max() < 85  # about 50 each
+    counts = np.bincount(batch["state"] // 100, minlength=40)
+    assert (batch["state"] % 100 == 40).all() and counts.min() > 60 and counts.max() < 145
 
 
 def test_batch_sampler_on_bare_traces_uses_every_row_and_seeds():
@@ -210,3 +223,106 @@ def test_samplers_on_lanes_of_a_vector_env():
     episodes = EpisodesSampler(names=("state",)).sample(lb)
     assert [e["state"].tolist() for e in episodes] == [[100, 101, 102, 103], [105, 106],
                                                        list(range(200, 207))]
+
+
+# -- every sampler on lanes whose rings wrapped -------------------------------------------------
+
+
+def lanes_and_references(storage, layout):
+    """3 lanes (capacity 7 rows each, so the rings wrap) fed episodes of different lengths,
+    and one EpisodesBuffer per lane fed the same pushes (the reference)."""
+    from trajectories.lanes.per_lane import PerLaneEpisodes
+    from trajectories.lanes.rings import RingLanes
+
+    n, cap = 3, 7
+    lb = {"rings": RingLanes, "per_lane": PerLaneEpisodes}[storage](layout(capacity=n * cap), n)
+    refs = [EpisodesBuffer(layout(capacity=cap)) for _ in range(n)]
+    sartsa = "next_action" in lb.keys()
+    lengths = (3, 4, 6)  # lane i's episodes have lengths[i] steps
+    lb.push(state=np.arange(n) * 1000)
+    for r, ref in enumerate(refs):
+        ref.push(state=r * 1000)
+    for t in range(1, 30):
+        states = np.arange(n) * 1000 + t
+        starts = np.array([t % (lengths[i] + 1) == 0 for i in range(n)])
+        ends = np.array([t % (lengths[i] + 1) == lengths[i] for i in range(n)])
+        if sartsa and starts.any():
+            lb.push(next_action=states % 7, lanes=starts)
+            for i in np.flatnonzero(starts):
+                refs[i].push(next_action=states[i] % 7)
+        lb.push(state=states, action=states % 7, reward=states.astype(float), terminal=ends,
+                episode_start=starts)
+        for i, ref in enumerate(refs):
+            if starts[i]:
+                ref.push(state=states[i])
+            else:
+                ref.push(state=states[i], action=states[i] % 7, reward=float(states[i]),
+                         terminal=ends[i])
+    return lb, refs
+
+
+def by_state(batch, names):
+    out = {}
+    for i, s in enumerate(batch["state"].reshape(len(batch["state"]), -1)[:, -1].tolist()):
+        out.setdefault(s, set()).add(tuple(np.asarray(batch[k][i]).tolist().__repr__()
+                                           for k in names))
+    return out
+
+
+LANED = [("rings", CircularArraySARTSTraces), ("per_lane", CircularArraySARTSTraces),
+         ("per_lane", CircularArraySARTSATraces)]
+
+
+@pytest.mark.parametrize("storage, layout", LANED, ids=["rings", "per_lane", "per_lane-sartsa"])
+def test_every_sampler_on_wrapped_lanes_matches_one_buffer_per_lane(storage, layout):
+    from trajectories import NStepBatchSampler
+
+    lb, refs = lanes_and_references(storage, layout)
+    assert lb.lane_lengths() == [len(r) for r in refs] and len(lb) == 21  # wrapped
+    names = tuple(lb.keys())
+    expected_rows = {}
+    for ref in refs:
+        for row in ref:
+            expected_rows[int(row["state"])] = row
+    batch = BatchSampler(3000, rng=0).sample(lb)
+    got = by_state(batch, names)
+    assert set(got) == set(expected_rows)  # every sampleable row, and only those
+    for s, values in got.items():
+        assert values == {tuple(repr(np.asarray(expected_rows[s][k]).tolist()) for k in names)}
+    counts = np.bincount(np.searchsorted(sorted(expected_rows), batch["state"]))
+    assert counts.min() > 3000 / len(expected_rows) * 0.6  # uniform over the rows
+    for n, k in ((1, None), (3, None), (2, 2), (4, 3)):
+        sampler = NStepBatchSampler(n=n, gamma=0.5, batch_size=2000, stack_size=k, rng=1)
+        got = by_state(sampler.sample(lb), names)
+        want = {}
+        for ref in refs:
+            if ref.n_sampleable:
+                want.update(by_state(NStepBatchSampler(n=n, gamma=0.5, batch_size=2000,
+                                                       stack_size=k, rng=2).sample(ref), names))
+        assert got == want
+    episodes = EpisodesSampler().sample(lb)
+    ref_episodes = [e for ref in refs for e in EpisodesSampler().sample(ref)]
+    assert [{k: e[k].tolist() for k in names} for e in episodes] == \
+        [{k: e[k].tolist() for k in names} for e in ref_episodes]
+    meta = MetaSampler(a=BatchSampler(5, rng=3), b=MultiBatchSampler(BatchSampler(2, rng=4), 3))
+    both = meta.sample(lb)
+    assert len(both["a"]["state"]) == 5 and [len(b["state"]) for b in both["b"]] == [2, 2, 2]
+    assert set(both["a"]["state"].tolist()) <= set(expected_rows)
+    assert DummySampler().sample(lb) is lb
+
+
+def test_episodes_sampler_on_a_device_returns_tensors():
+    torch = pytest.importorskip("torch")
+    lb, _ = lanes_and_references("rings", CircularArraySARTSTraces)
+    episodes = EpisodesSampler(names=("state", "reward"), device="cpu").sample(lb)
+    plain = EpisodesSampler(names=("state", "reward")).sample(lb)
+    assert len(episodes) == len(plain) > 3
+    for e, p in zip(episodes, plain, strict=True):
+        assert isinstance(e["state"], torch.Tensor) and e["state"].device.type == "cpu"
+        assert e["state"].tolist() == p["state"].tolist()
+        assert e["reward"].dtype == torch.float32
+    eb = design_example()
+    single = EpisodesSampler(device="cpu").sample(eb)
+    assert [e["state"].tolist() for e in single] == [[0, 1, 2, 3, 4], [6, 7, 8, 9]]
+    with pytest.raises(ValueError, match="device"):
+        EpisodesSampler(device="gpu0")

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from trajectories._casting import TraceKeyError, fast_tables
+from trajectories._episode_meta import episode_row_lists
 from trajectories._episode_rules import EMPTY, FULL, PARTIAL, STARTED, STEPPING
 from trajectories.episodes import EpisodesBuffer
 from trajectories.lanes.base import (
@@ -166,16 +167,7 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         """Global sampleable rows of every stored episode: lane by lane, oldest first."""
         out = []
         for lane, o in zip(self._lanes, self._offsets(), strict=False):
-            n = len(lane)
-            if not n:
-                continue
-            steps = lane.step_numbers[:n]
-            ok = lane.sampleable_inds[:n]
-            starts = np.flatnonzero(steps == 1)
-            if starts.size == 0 or starts[0] != 0:
-                starts = np.concatenate([[0], starts])  # the first episode, cut by the ring
-            ends = np.append(starts[1:], n)
-            out += [o + a + np.flatnonzero(ok[a:b]) for a, b in zip(starts, ends, strict=True)]
+            out += episode_row_lists(lane.step_numbers, lane.sampleable_inds, int(o))
         return out
 
     def __getitem__(self, key):

@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from trajectories._casting import TraceKeyError, fast_tables
+from trajectories._episode_meta import episode_row_lists
 from trajectories._episode_rules import EMPTY, FULL, PARTIAL, STARTED, STEPPING
 from trajectories.episodes import EpisodesBuffer
 from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer, _as_mask, register_storage
@@ -235,16 +236,11 @@ class RingLanes(_RingEdits, LanedEpisodesBuffer):
         return self.episode_length_at(self._all_rows())
 
     def episode_rows(self) -> list:
-        steps, ok, out = self.step_numbers, self.sampleable_inds, []
-        off = self._offsets()
-        for a0, b0 in zip(off[:-1], off[1:], strict=True):
-            if b0 == a0:
-                continue
-            starts = a0 + np.flatnonzero(steps[a0:b0] == 1)
-            if starts.size == 0 or starts[0] != a0:
-                starts = np.concatenate([[a0], starts])  # the first episode, cut by the ring
-            ends = np.append(starts[1:], b0)
-            out += [a + np.flatnonzero(ok[a:b]) for a, b in zip(starts, ends, strict=True)]
+        """Global sampleable rows of every stored episode: lane by lane, oldest first."""
+        out, P = [], self._P
+        for lane, o in enumerate(self._offsets()[:-1].tolist()):
+            pos = (self._start[lane] + np.arange(self._m[lane])) % P  # all its states
+            out += episode_row_lists(self._steps[lane, pos], self._samp[lane, pos], o)
         return out
 
     def __getitem__(self, key):
