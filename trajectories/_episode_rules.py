@@ -21,7 +21,7 @@ Phases (where the newest episode stands) and what each kind of push needs::
     STARTED     yes                no (an episode with no step)     no
     STEPPING    yes                yes, unless next_action is due   yes
 
-A push moves to the phase `AFTER` names for its kind.
+A push moves to ``STARTED`` (partial), ``STEPPING`` (full) or ``COMPLETED`` (completion).
 """
 
 from __future__ import annotations
@@ -31,15 +31,14 @@ import numpy as np
 from trajectories._casting import TraceKeyError
 
 __all__ = ["PARTIAL", "FULL", "COMPLETION", "EMPTY", "COMPLETED", "STARTED", "STEPPING",
-           "STEP_PHASES_FROM", "AFTER", "classify_push", "EpisodeRules"]
+           "STEP_PHASES_FROM", "classify_push", "EpisodeRules"]
 
 # Kinds of push.
 PARTIAL, FULL, COMPLETION = range(3)
 # Phases. The two from which a full step continues an episode come last, so that the common
 # case (a step in a running episode) is one comparison: ``phase >= STEP_PHASES_FROM``.
 EMPTY, COMPLETED, STARTED, STEPPING = range(4)
-STEP_PHASES_FROM = STARTED
-AFTER = {PARTIAL: STARTED, FULL: STEPPING, COMPLETION: COMPLETED}
+STEP_PHASES_FROM = STARTED  # a full step is allowed in every phase from here on
 _PHASE_NAMES = ("EMPTY", "COMPLETED", "STARTED", "STEPPING")
 
 
@@ -95,8 +94,6 @@ final state before starting a new episode
         completes = (False, False, False, completion is not None)
         self.allowed = (partial, full, completes)  # indexed by kind: PARTIAL, FULL, COMPLETION
         self.table = np.array(self.allowed, dtype=bool)
-        # The generated step path (`_fastpush`) tests only ``phase >= STEP_PHASES_FROM``.
-        assert all(full[p] for p in range(STEP_PHASES_FROM, len(full)))
 
     def refusal(self, kind: int, phase: int, lane: int | None = None) -> ValueError:
         """The error for a push of ``kind`` that the rules refuse in ``phase``."""

@@ -2,16 +2,20 @@
 
 A step pushes 4-8 values; a Python call per value and per ring pointer update costs more than
 the numpy writes themselves (a push should cost a few times a hand-written numpy ring:
-benchmarks/trajectories.py measures it).
-So, like `dataclasses` and `namedtuple`, we generate the code once: for each value an inline
-check that numpy stores it exactly (else the checked, raising conversion), then, only when
-every value passed, the writes into the spare slots and the pointer moves. Only rings
-(`CircularArrayBuffer`) get this; other buffers use `Traces._push`.
+benchmarks/trajectories.py measures it). So, like `dataclasses` and `namedtuple`, we generate
+the code once: for each value an inline check that numpy stores it exactly (else the checked,
+raising conversion), then, only when every value passed, the writes into the spare slots and the
+pointer moves, with the lockstep rule of `Traces`. Only rings (`CircularArrayBuffer`) get this;
+other buffers use `Traces._push`, the general path, which does the same.
+
+Measured gain: an `EpisodesBuffer` step of CartPole SARTS transitions (capacity 100k) takes
+2.09 us with these functions and 2.95 us through `Traces._push` (1.41x; SARTSA: 2.10 us and
+3.01 us), medians of 9 interleaved rounds of 20k pushes under the timing lock.
+``tests/trajectories/test_generated_paths.py`` runs both paths on the same layouts and inputs.
 """
 
 from __future__ import annotations
 
-import math
 from functools import partial
 
 import numpy as np
@@ -97,51 +101,3 @@ def compile_push(writes, pads, leads, others):
         return None
     lines, ns = body
     return compile_function("def push(row):", [*lines, "    return evict"], ns, "push")
-
-
-# EpisodesBuffer's full step: the phase check, the ring writes above, then EpisodeMeta.append
-# (with its `back` marking) inlined, guards included. tests/trajectories/test_generated_paths.py
-# runs this and the general path (EpisodesBuffer._push_general) side by side.
-_STEP_TAIL = """\
-    m = meta
-    s = m.step
-    back = back_late if s >= 2 else back_early
-    samp = m.samp
-    P = m.P
-    t = m.tail
-    if back and back <= m.n:
-        p = t - back
-        if p < 0:
-            p += P
-        if not samp[p]:
-            samp[p] = True
-            m.n_samp += 1
-    if evict or m.n == {capacity}:
-        o = m.start
-        if samp[o]:
-            samp[o] = False
-            m.n_samp -= 1
-        m.start = 0 if o + 1 == P else o + 1
-    else:
-        m.n += 1
-    m.steps[t] = m.step = s + 1
-    m.tail = 0 if t + 1 == P else t + 1
-    eb._phase = stepping
-    return 1"""
-
-
-def compile_episode_step(body, eb, general, step_phases_from, stepping):
-    """``step(row) -> 1`` for an `EpisodesBuffer` over plain rings with a state multiplex; a
-    phase in which a step does not simply continue the episode goes to ``general(row)`` (which
-    checks the rules and raises). None where the metadata is unbounded (it grows)."""
-    lines, ns = body
-    meta = eb._meta
-    if not math.isfinite(meta.capacity):
-        return None
-    ns.update(eb=eb, meta=meta, general=general, back_late=eb._back_late,
-              back_early=eb._back_early, step_phases_from=step_phases_from, stepping=stepping)
-    # One metadata entry per state: it drops its oldest when the states' ring does (`evict`).
-    header = ("def step(row):\n    if eb._phase < step_phases_from:\n"
-              "        return general(row)")
-    tail = _STEP_TAIL.format(capacity=int(meta.capacity))
-    return compile_function(header, [*lines, tail], ns, "step")

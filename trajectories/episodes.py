@@ -46,7 +46,6 @@ from trajectories._episode_rules import (
     EpisodeRules,
     classify_push,
 )
-from trajectories._fastpush import compile_episode_step, push_body
 from trajectories.traces import Traces, frame_capacity
 
 __all__ = ["EpisodesBuffer"]
@@ -76,10 +75,6 @@ class EpisodesBuffer:
         (4, 4)
     """
 
-    # Full steps over plain rings run generated code (`_fastpush.compile_episode_step`); the
-    # tests switch it off on an instance to compare it with the general path.
-    _generated = True
-
     def __init__(self, traces):
         if isinstance(traces, EpisodesBuffer):
             raise TypeError("EpisodesBuffer got an EpisodesBuffer; pass its traces instead")
@@ -106,7 +101,7 @@ class EpisodesBuffer:
         self._meta = EpisodeMeta(self._entries_capacity())
         self._phase = EMPTY
         # Which entry a full step marks sampleable (places before the end; 0: none), from the
-        # episode's second step on / before it. See _push_general.
+        # episode's second step on / before it. See _push.
         self._back_late, self._back_early = (1, 1) if self._completion is None else (2, 0)
         self._bind()
 
@@ -155,14 +150,9 @@ class EpisodesBuffer:
         kind = self._classify(keys)
         push, pad = self._tpush, self._tpad
         if self._fast:  # the traces' compiled functions for exactly these keys
-            push, writes, leads, others = self.traces._plan(keys, False)
+            push = self.traces._plan(keys, False)[0]
             pad = self.traces._plan(keys, True)[0] if kind == PARTIAL else None
-        handler = partial(self._push_general, kind, push, pad)
-        if self._fast and kind == FULL and self._multiplexed and self._generated:
-            body = push_body(writes, (), leads, others)
-            if body is not None:
-                handler = compile_episode_step(body, self, handler, STEP_PHASES_FROM,
-                                               STEPPING) or handler
+        handler = partial(self._push, kind, push, pad)
         if len(self._handlers) < 64:
             self._handlers[keys] = handler
         return handler
@@ -179,9 +169,8 @@ class EpisodesBuffer:
             handler = self._handler(tuple(row))
         return handler(row)
 
-    def _push_general(self, kind: int, push, pad, row: dict) -> int:
-        # Every rule, for any traces; a full step over plain rings runs the generated
-        # equivalent of the first branch (_fastpush.compile_episode_step) instead.
+    def _push(self, kind: int, push, pad, row: dict) -> int:
+        # Every rule, for any traces; the common case first: a step in a running episode.
         meta, phase = self._meta, self._phase
         if kind == FULL and phase >= STEP_PHASES_FROM:
             evict = push(row)  # raises before writing anything

@@ -429,3 +429,12 @@ def test_a_completion_that_fills_the_action_ring_drops_the_oldest_row_everywhere
     assert meta(eb) == ([0, 0, 0], [3, 1, 2], [2, 1, 1]) and list(eb) == []
     assert eb.traces[0] == {"state": 2, "next_state": 5, "action": 9, "next_action": 7,
                             "reward": 0.0, "terminal": False}
+
+
+def test_a_full_step_is_allowed_in_every_phase_from_step_phases_from_on():
+    from trajectories._episode_rules import FULL, STEP_PHASES_FROM, EpisodeRules
+
+    for multiplexed in (False, True):
+        for completion in (None, "next_action"):
+            allowed = EpisodeRules(multiplexed, completion).allowed[FULL]
+            assert all(allowed[STEP_PHASES_FROM:])  # EpisodesBuffer's one-comparison case
