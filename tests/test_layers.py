@@ -11,7 +11,8 @@ its own package and the layers below it; siblings on one layer never import each
     stagerl                 the public API (stagerl/__init__.py)
     stagerl.algorithms
     stagerl.experiments
-    stagerl.cli | stagerl.distributed | stagerl.checkpoints | stagerl.__main__
+    stagerl.cli | stagerl.distributed | stagerl.checkpoints
+    stagerl.__main__        python -m stagerl
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ LAYERS = [
     ["stagerl"],
     ["stagerl.algorithms"],
     ["stagerl.experiments"],
-    ["stagerl.cli", "stagerl.distributed", "stagerl.checkpoints", "stagerl.__main__"],
+    ["stagerl.cli", "stagerl.distributed", "stagerl.checkpoints"],
+    ["stagerl.__main__"],
 ]
 
 
