@@ -75,3 +75,96 @@ def test_empty_copy_keeps_preset_type():
     c = t.empty_copy(capacity=7)
     assert isinstance(c, CircularArraySARTSTraces)
     assert c.capacity == 7 and [b.capacity for b in c._bufs] == [8, 7, 7, 7]
+
+
+# -- frames from an env's spaces ---------------------------------------------------------------
+
+
+class FakeEnv:
+    """An env seen by its spaces only (as stagerl's envs show them: state_space)."""
+
+    def __init__(self, state_space, action_space, vector=False):
+        if vector:
+            self.single_state_space, self.single_action_space = state_space, action_space
+            self.state_space = self.action_space = "batched spaces: never read"
+        else:
+            self.state_space, self.action_space = state_space, action_space
+
+
+def frames(t):
+    return {name: (b.dtype, b.frame_shape) for (name, *_), b in zip(t.slots, t._bufs,
+                                                                      strict=True)}
+
+
+def test_env_gives_the_state_and_action_frames():
+    gymnasium = pytest.importorskip("gymnasium")
+    cartpole = gymnasium.make("CartPole-v1")
+    t = CircularArraySARTSTraces(capacity=10, env=cartpole)
+    assert frames(t) == {"state": (np.float32, (4,)), "action": (np.int64, ()),
+                         "reward": (np.float32, ()), "terminal": (np.bool_, ())}
+    vector = gymnasium.make_vec("CartPole-v1", num_envs=3)
+    assert frames(CircularArraySARTSATraces(capacity=10, env=vector)) == frames(
+        CircularArraySARTSATraces(capacity=10, env=cartpole))
+    pendulum = gymnasium.make("Pendulum-v1")
+    assert frames(ElasticArraySARTSTraces(env=pendulum))["action"] == (np.float32, (1,))
+    spaces = gymnasium.spaces
+    env = FakeEnv(spaces.MultiDiscrete([3, 4]), spaces.MultiBinary(5))
+    assert frames(ElasticArraySARTSATraces(env=env))["state"] == (np.int64, (2,))
+    assert frames(ElasticArraySARTSATraces(env=env))["action"] == (np.int8, (5,))
+    walk = FakeEnv(spaces.Discrete(7), spaces.Discrete(2), vector=True)
+    assert frames(CircularArraySARTSTraces(capacity=4, env=walk))["state"] == (np.int64, ())
+    slart = CircularArraySLARTTraces(capacity=4, env=walk)
+    assert frames(slart)["legal_actions_mask"] == (np.bool_, (2,))
+    image = FakeEnv(spaces.Box(0, 255, (4, 84, 84), np.uint8), spaces.Discrete(6))
+    assert frames(CircularArraySARTSTraces(capacity=4, env=image))["state"] == (np.uint8,
+                                                                                (4, 84, 84))
+
+
+def test_an_explicit_spec_wins_over_env():
+    gymnasium = pytest.importorskip("gymnasium")
+    t = CircularArraySARTSTraces(capacity=10, env=gymnasium.make("CartPole-v1"),
+                                 state=(np.float64, (4,)), action=(np.int32, ()))
+    assert frames(t)["state"] == (np.float64, (4,)) and frames(t)["action"] == (np.int32, ())
+
+
+def test_env_without_known_spaces_is_refused_with_the_fix():
+    gymnasium = pytest.importorskip("gymnasium")
+    spaces = gymnasium.spaces
+    with pytest.raises(TypeError, match="only Discrete, Box, MultiDiscrete and MultiBinary"):
+        CircularArraySARTSTraces(capacity=4, env=FakeEnv(
+            spaces.Dict({"a": spaces.Discrete(2)}), spaces.Discrete(2)))
+    with pytest.raises(TypeError, match="env= needs an env with a state"):
+        CircularArraySARTSTraces(capacity=4, env=object())
+
+
+def test_a_mismatching_push_names_the_spec_to_declare():
+    gymnasium = pytest.importorskip("gymnasium")
+    from trajectories import Trajectory
+
+    t = Trajectory(CircularArraySARTSTraces(capacity=10))  # the default int64 frames
+    cartpole = gymnasium.make("CartPole-v1")
+    state, _ = cartpole.reset(seed=0)
+    with pytest.raises(ValueError) as error:
+        t.push(state=state)
+    message = str(error.value)
+    assert "trace 'state' takes frames of shape () (int64)" in message
+    assert "state=(np.float32, (4,))" in message and "env=" in message
+    assert "convert it to int64 first" not in message
+    good = Trajectory(CircularArraySARTSTraces(capacity=10, env=cartpole))
+    good.push(state=state)
+    pendulum = gymnasium.make("Pendulum-v1")
+    p = Trajectory(CircularArraySARTSTraces(capacity=10, state=(np.float32, (3,))))
+    p.push(state=pendulum.reset(seed=0)[0])
+    with pytest.raises(ValueError, match=r"action=\(np\.float32, \(1,\)\)"):
+        p.push(state=pendulum.reset(seed=1)[0], action=pendulum.action_space.sample(),
+               reward=0.0, terminal=False)
+
+
+def test_trajectories_imports_neither_gymnasium_nor_stagerl():
+    import subprocess
+    import sys
+
+    code = ("import sys, trajectories, trajectories.lanes; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('gymnasium', 'stagerl')]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
