@@ -26,7 +26,8 @@ from trajectories.samplers import (
     MultiBatchSampler,
     NStepBatchSampler,
 )
-from trajectories.traces import MultiplexTraces, Trace, Traces
+from trajectories.trace import Trace
+from trajectories.traces import MultiplexTraces, Traces
 from trajectories.trajectory import Trajectory
 
 __all__: list[str] = [

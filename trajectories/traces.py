@@ -1,4 +1,4 @@
-"""Named columns of frames: `Trace`, `Traces`, `MultiplexTraces`, composed with ``+``.
+"""Named columns of frames: `Traces` and `MultiplexTraces`, composed with ``+``.
 
 A `Traces` is a tuple of *slots*; each slot owns one buffer. A plain slot carries one name; a
 multiplex slot carries two names for one buffer, so each state is stored once::
@@ -44,75 +44,11 @@ import numpy as np
 
 from trajectories._casting import TraceKeyError
 from trajectories._fastpush import compile_push
-from trajectories.buffers import ElasticArrayBuffer, _FrameBuffer, logical_indices
+from trajectories.buffers import logical_indices
 from trajectories.checks import require_positive_int
+from trajectories.trace import as_buffer
 
-__all__ = ["Trace", "Traces", "MultiplexTraces", "frame_capacity"]
-
-
-def _as_buffer(storage) -> _FrameBuffer:
-    if isinstance(storage, Trace):
-        return storage.buffer
-    if isinstance(storage, _FrameBuffer):
-        return storage
-    if isinstance(storage, (list, tuple, np.ndarray)):
-        if len(storage) == 0:  # dtype and frame shape come from the first value pushed
-            return ElasticArrayBuffer(shape=None, dtype=None)
-        arr = np.asarray(storage)
-        buf = ElasticArrayBuffer(arr.shape[1:], arr.dtype)
-        buf.append(arr)
-        return buf
-    raise TypeError(f"a trace is made from a CircularArrayBuffer, ElasticArrayBuffer, list or "
-                    f"array, got {type(storage).__name__}")
-
-
-class Trace:
-    """One column of frames: a buffer (or list, array) seen as a trace.
-
-    Args:
-        storage: a `CircularArrayBuffer`, `ElasticArrayBuffer`, list or array (lists and arrays
-            become an `ElasticArrayBuffer` holding their items as frames).
-
-    Example:
-        >>> t = Trace([1, 2, 3])
-        >>> t.push(4); len(t), int(t[-1]), np.asarray(t)
-        (4, 4, array([1, 2, 3, 4]))
-    """
-
-    def __init__(self, storage=()):
-        self.buffer = _as_buffer(storage)
-
-    def __len__(self):
-        return len(self.buffer)
-
-    def __getitem__(self, i):
-        return self.buffer[i]
-
-    def __array__(self, dtype=None, copy=None):
-        return self.buffer.__array__(dtype)
-
-    capacity = property(lambda self: self.buffer.capacity)
-
-    def take(self, idx):
-        return self.buffer.take(idx)
-
-    def push(self, x):
-        self.buffer.push(x)
-
-    def append(self, xs):
-        self.buffer.append(xs)
-
-    def pop(self):
-        return self.buffer.pop()
-
-    def popleft(self):
-        return self.buffer.popleft()
-
-    def clear(self):
-        self.buffer.clear()
-
-    def __repr__(self):
-        return f"Trace({self.buffer!r})"
+__all__ = ["Traces", "MultiplexTraces", "frame_capacity"]
 
 
 class Traces:
@@ -135,7 +71,7 @@ class Traces:
     """
 
     def __init__(self, **columns):
-        self._init_slots([((name,), _as_buffer(col)) for name, col in columns.items()])
+        self._init_slots([((name,), as_buffer(col)) for name, col in columns.items()])
 
     @classmethod
     def _from_slots(cls, specs):
@@ -404,7 +340,7 @@ class MultiplexTraces(Traces):
     def __init__(self, left: str, right: str, storage=()):
         if not (isinstance(left, str) and isinstance(right, str)):
             raise TypeError(f"MultiplexTraces takes two names, got {left!r} and {right!r}")
-        self._init_slots([((left, right), _as_buffer(storage))])
+        self._init_slots([((left, right), as_buffer(storage))])
 
 
 def frame_capacity(traces, name: str):

@@ -10,7 +10,7 @@ from trajectories import (
     NStepBatchSampler,
 )
 
-# DESIGN §8's example: state=0, five steps, state=6 (new episode), four steps. Rewards: r = s + 1
+# The worked example: state=0, five steps, state=6 (new episode), four steps. Rewards: r = s + 1
 # for the row of state s; the terminal is on the row of state 4.
 # n=3, gamma=0.5, by hand:   state: (reward, next_state, terminal)
 EXPECTED = {

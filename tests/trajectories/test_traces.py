@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from trajectories.buffers import CircularArrayBuffer, ElasticArrayBuffer
-from trajectories.traces import MultiplexTraces, Trace, Traces
+from trajectories.trace import Trace
+from trajectories.traces import MultiplexTraces, Traces
 
 
 def test_traces_rows_columns_and_partial_push():
