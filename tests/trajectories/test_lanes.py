@@ -430,3 +430,20 @@ def test_episodes_sampler_lists_a_lanes_new_episode_without_rows(make):
     lb.push(state=np.array([5, 0]), lanes=np.array([True, False]))  # lane 0: a new episode
     episodes = EpisodesSampler(names=("state",)).sample(lb)
     assert [e["state"].tolist() for e in episodes] == [[0], [], [10]]
+
+
+def test_elastic_lanes_take_the_frames_the_first_lane_to_get_a_value_fixed():
+    from trajectories import MultiplexTraces, Traces
+
+    traces = MultiplexTraces("state", "next_state", []) + Traces(action=[], reward=[],
+                                                                 terminal=[])
+    lb = LanedEpisodesBuffer(traces, 2)  # dtypes and frames from the first values pushed
+    lb.push(state=np.zeros(2), lanes=np.array([False, True]))  # only lane 1 gets values
+    lb.push(state=np.ones(2), action=np.array([0, 1]), reward=np.ones(2),
+            terminal=np.array([False, False]), lanes=np.array([False, True]))
+    lb.push(state=np.zeros(2), lanes=np.array([True, False]))  # lane 0 starts
+    before = {name: lb[name].tolist() for name in lb.keys()}
+    with pytest.raises(CastError, match="not a whole number"):  # lane 1's actions are ints
+        lb.push(state=np.full(2, 2.0), action=np.array([0.5, 1.5]), reward=np.ones(2),
+                terminal=np.array([False, False]))
+    assert {name: lb[name].tolist() for name in lb.keys()} == before  # lane 0 untouched

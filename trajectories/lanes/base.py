@@ -222,16 +222,16 @@ class LanedEpisodesBuffer:
                                                  for name, _, frame, exact in specs)
         for name, dtype, frame, exact in specs:
             value = row[name]
-            if type(value) is np.ndarray and value.dtype in exact \
-                    and value.shape == (n, *frame):
-                out[name] = value
-                continue
             arr = np.asarray(value)
             if dtype is None:  # an elastic trace whose dtype its first value fixes
                 if arr.shape[:1] != (n,):
                     raise ValueError(f"trace {name!r} takes one frame per lane, i.e. an array "
                                      f"with a leading axis of {n}, got shape {arr.shape}")
                 out[name] = arr
+                continue
+            if type(value) is np.ndarray and value.dtype in exact \
+                    and value.shape == (n, *frame):
+                out[name] = value
                 continue
             if arr.shape[:1] != (n,) or arr.shape[1:] != frame:
                 hint = ""

@@ -192,11 +192,12 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
 
     def _frame(self, name: str) -> tuple:
         """``(dtype, frame shape, dtypes stored exactly)`` of a trace; ``(None,)*3`` while an
-        elastic trace has not seen a value."""
+        elastic trace has seen no value in any lane (the first value fixes them for all)."""
         spec = self._frames.get(name)
         if spec is None:
-            ref = self._lanes[0].take(name, _NO_ROWS)
-            if ref.dtype == object:
+            ref = next((r for r in (lane.take(name, _NO_ROWS) for lane in self._lanes)
+                        if r.dtype != object), None)
+            if ref is None:
                 return None, None, None
             spec = self._frames[name] = (ref.dtype, ref.shape[1:], fast_tables(ref.dtype)[1])
         return spec
