@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NamedExperiment", "names", "describe", "load", "configure"]
+__all__ = ["NamedExperiment", "names", "describe", "load", "configure", "parse_overrides",
+           "hyper_parameters"]
 
 _HERE = Path(__file__).resolve().parent
 _NOT_EXPERIMENTS = {"registry", "runner"}
@@ -102,20 +103,29 @@ def configure(name_or_experiment: str | NamedExperiment, **overrides: Any) -> An
     """The experiment's hyper-parameters with ``overrides`` applied, each checked against the
     dataclass: an unknown name lists the valid ones, a value of the wrong type names the type
     expected (an int is accepted for a float, a list for a tuple)."""
-    experiment = (load(name_or_experiment) if isinstance(name_or_experiment, str)
-                  else name_or_experiment)
+    experiment, label = _experiment_and_label(name_or_experiment)
     config_type = experiment.config
     hints = typing.get_type_hints(config_type)
     fields = [f.name for f in dataclasses.fields(config_type)]
     checked = {}
     for key, value in overrides.items():
-        if key not in fields:
-            close = difflib.get_close_matches(key, fields, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise ValueError(f"{config_type.__name__} has no hyper-parameter {key!r}{hint}; "
-                             f"the hyper-parameters are: {', '.join(fields)}")
+        _check_field(label, key, fields)
         checked[key] = _checked_value(key, value, hints[key])
     return config_type(**checked)
+
+
+def _experiment_and_label(name_or_experiment: str | NamedExperiment) -> tuple[Any, str]:
+    if isinstance(name_or_experiment, str):
+        return load(name_or_experiment), name_or_experiment
+    return name_or_experiment, name_or_experiment.config.__name__
+
+
+def _check_field(label: str, key: str, fields: list[str]) -> None:
+    if key not in fields:
+        close = difflib.get_close_matches(key, fields, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ValueError(f"{label} has no hyper-parameter {key!r}{hint}; the hyper-parameters "
+                         f"are: {', '.join(fields)}")
 
 
 def _checked_value(key: str, value: Any, hint: Any) -> Any:
@@ -157,3 +167,141 @@ def _checked_value(key: str, value: Any, hint: Any) -> Any:
 
 def _type_name(hint: Any) -> str:
     return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+
+
+# ---- hyper-parameters from the command line ---------------------------------------------------
+
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def parse_overrides(name_or_experiment: str | NamedExperiment,
+                    pairs: list[str]) -> dict[str, Any]:
+    """``name=value`` strings (as typed on a command line) as hyper-parameters, each value
+    parsed by its field's type: ``int`` (``50000``, ``50_000``, ``5e4``), ``float``, ``bool``
+    (``true``/``false``/``1``/``0``), ``str``, ``tuple[int, ...]`` (``64,64`` or ``[64,64]``),
+    ``None`` for an optional field (``none``). An unknown name lists the valid ones, a value
+    that does not parse names the type expected; :func:`configure` checks the result again.
+
+    Example:
+        >>> parse_overrides("tabular-q-random-walk", ["lr=0.1", "n_states=9"])
+        {'lr': 0.1, 'n_states': 9}
+    """
+    experiment, label = _experiment_and_label(name_or_experiment)
+    config_type = experiment.config
+    hints = typing.get_type_hints(config_type)
+    fields = [f.name for f in dataclasses.fields(config_type)]
+    parsed: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"hyper-parameters are given as name=value, got {pair!r}")
+        _check_field(label, key, fields)
+        if key in parsed:
+            raise ValueError(f"hyper-parameter {key} is given twice")
+        parsed[key] = _parsed_value(key, text.strip(), hints[key])
+    return parsed
+
+
+def _parsed_value(key: str, text: str, hint: Any) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        if text.lower() == "none" and type(None) in args:
+            return None
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _parsed_value(key, text, option)
+            except TypeError:
+                pass
+    elif hint is bool:
+        if text.lower() in _TRUE + _FALSE:
+            return text.lower() in _TRUE
+    elif hint is int:
+        number = _number(text)
+        if number is not None and float(number).is_integer():
+            return int(number)
+    elif hint is float:
+        number = _number(text)
+        if number is not None:
+            return float(number)
+    elif hint is str or hint is Any:
+        return text
+    elif origin is tuple:
+        items = text[1:-1] if text[:1] + text[-1:] in ("[]", "()") else text
+        item = args[0] if args else str
+        parts = [p.strip() for p in items.split(",")] if items.strip() else []
+        if parts and parts[-1] == "":  # a trailing comma: "64,"
+            parts.pop()
+        try:
+            return tuple(_parsed_value(key, p, item) for p in parts)
+        except TypeError:
+            pass
+    raise TypeError(f"hyper-parameter {key} expects {_type_name(hint)}, got {text!r}")
+
+
+def _number(text: str) -> int | float | None:
+    try:
+        return int(text)  # exact for large ints; accepts 50_000
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def hyper_parameters(name_or_experiment: str | NamedExperiment) -> list[tuple[str, str, Any,
+                                                                              str]]:
+    """``(name, type, default, comment)`` of every hyper-parameter, in the dataclass's order;
+    the comment is the field's trailing ``# ...`` or its ``#: ...`` lines above, else ``""``.
+
+    Example:
+        >>> hyper_parameters("tabular-q-random-walk")[0][:3]
+        ('steps', 'int', 5000)
+    """
+    experiment = (load(name_or_experiment) if isinstance(name_or_experiment, str)
+                  else name_or_experiment)
+    config_type = experiment.config
+    hints = typing.get_type_hints(config_type)
+    comments = _field_comments(config_type)
+    out = []
+    for f in dataclasses.fields(config_type):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = None
+        out.append((f.name, _type_name(hints[f.name]), default, comments.get(f.name, "")))
+    return out
+
+
+def _field_comments(config_type: type) -> dict[str, str]:
+    import inspect
+    import io
+    import textwrap
+    import tokenize
+
+    try:
+        source = textwrap.dedent(inspect.getsource(config_type))
+    except (OSError, TypeError):
+        return {}
+    comments = {}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            comments[token.start[0]] = (token.start[1], token.string.lstrip("#:").strip())
+    found = {}
+    (body,) = ast.parse(source).body
+    for node in body.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            line = node.lineno
+            if line in comments and comments[line][0] > node.col_offset:
+                found[node.target.id] = comments[line][1]
+                continue
+            above = []
+            while line - 1 in comments and comments[line - 1][0] == node.col_offset:
+                line -= 1
+                above.insert(0, comments[line][1])
+            if above:
+                found[node.target.id] = " ".join(above)
+    return found

@@ -1,0 +1,262 @@
+"""The ``stagerl`` command (also ``python -m stagerl``): run, list, plot and evaluate experiments.
+
+::
+
+    stagerl list
+    stagerl run <experiment> [--steps N] [--seed S] [--device cpu|cuda|auto] [--logdir DIR]
+                [--overwrite] [--tensorboard | --no-tensorboard] [name=value ...]
+    stagerl run <experiment> --help          the experiment's hyper-parameters and defaults
+    stagerl plot <logdir> [<logdir> ...] [--output PNG] [--window N]
+    stagerl eval <logdir or checkpoint> [--episodes N]
+
+Bad input (an unknown experiment or hyper-parameter, a value of the wrong type, a log directory
+that holds a run, CUDA asked for on a machine without it, TensorBoard asked for but not
+installed) is one line on standard error and exit status 2, with nothing written. Each
+subcommand has its own ``argparse`` parser: the hyper-parameters of ``run`` depend on the
+experiment named, and ``stagerl list`` must not import torch. See ``docs/logging.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+__all__ = ["main", "UsageError"]
+
+USAGE = """usage: stagerl <command> [arguments]
+
+commands:
+  run <experiment> [options] [name=value ...]   train a named experiment, write its log directory
+  list                                          the named experiments, one line each
+  plot <logdir> [<logdir> ...]                  learning curves of runs in one PNG
+  eval <logdir or checkpoint>                   evaluate a trained policy (needs a checkpoint)
+
+`stagerl <command> --help` tells more; `stagerl run <experiment> --help` lists its
+hyper-parameters."""
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line and exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _count(text: str) -> int:
+    """A positive or zero count: ``50000``, ``50_000`` or ``5e4``."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+        if value is None or not value.is_integer():
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        return int(value)
+
+
+# ---- stagerl list ---------------------------------------------------------------------------
+
+
+def list_command(argv: list[str]) -> int:
+    parser = _Parser(prog="stagerl list", description="The named experiments, one line each.")
+    parser.parse_args(argv)
+    from stagerl.experiments.registry import describe, names
+
+    found = names()
+    width = max(map(len, found), default=0)
+    for name in found:
+        print(f"{name:<{width}}  {describe(name)}")
+    return 0
+
+
+# ---- stagerl run ----------------------------------------------------------------------------
+
+
+def _run_parser() -> _Parser:
+    parser = _Parser(
+        prog="stagerl run", add_help=False,
+        usage="stagerl run <experiment> [--steps N] [--seed S] [--device cpu|cuda|auto] "
+              "[--logdir DIR] [--overwrite] [--tensorboard | --no-tensorboard] "
+              "[name=value ...]",
+        description="Train a named experiment, evaluate it and write its log directory: "
+                    "config.json, episodes.csv, updates.csv, TensorBoard event files, "
+                    "learning_curve.png and summary.json.")
+    parser.add_argument("experiment", help="a name from `stagerl list`")
+    parser.add_argument("overrides", nargs="*", metavar="name=value",
+                        help="hyper-parameters (`stagerl run <experiment> --help` lists them)")
+    parser.add_argument("--steps", type=_count, metavar="N",
+                        help="env steps to train (default: the experiment's)")
+    parser.add_argument("--seed", type=_count, default=0, metavar="S", help="default 0")
+    parser.add_argument("--device", default="auto", metavar="cpu|cuda|auto",
+                        help="default auto: CUDA where there is one")
+    parser.add_argument("--logdir", metavar="DIR",
+                        help="default runs/<experiment>/<timestamp>-seed<S>")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the run in a log directory that holds one")
+    parser.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=None,
+                        help="TensorBoard event files (default: when tensorboard is installed)")
+    parser.add_argument("-h", "--help", action="store_true", help="show this help")
+    return parser
+
+
+def _run_help(parser: _Parser, experiment: str | None) -> int:
+    parser.print_help()
+    if experiment is None:
+        return 0
+    from stagerl.experiments.registry import describe, hyper_parameters, load
+
+    config = load(experiment).config
+    rows = [(name, kind, repr(default), comment)
+            for name, kind, default, comment in hyper_parameters(experiment)]
+    print(f"\n{experiment}: {describe(experiment)}")
+    doc = (config.__doc__ or "").strip()
+    if doc and not doc.startswith(f"{config.__name__}("):  # not the dataclass's own signature
+        print("\n" + "\n".join(line.strip() for line in doc.splitlines()))
+    print("\nhyper-parameters (name=value):")
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for name, kind, default, comment in rows:
+        line = f"  {name:<{widths[0]}}  {kind:<{widths[1]}}  {default:<{widths[2]}}  {comment}"
+        print(line.rstrip())
+    return 0
+
+
+def run_command(argv: list[str]) -> int:
+    parser = _run_parser()
+    if "-h" in argv or "--help" in argv:
+        positional = [a for a in argv if not a.startswith("-") and "=" not in a]
+        experiment = positional[0] if positional else None
+        if experiment is not None:
+            _checked(lambda: __import__("stagerl.experiments.registry").experiments.registry
+                     .load(experiment))
+        return _run_help(parser, experiment)
+    if not [a for a in argv if not a.startswith("-")]:
+        raise UsageError("which experiment? stagerl run <experiment> (stagerl list shows them)")
+    args = parser.parse_intermixed_args(argv)
+    from stagerl.experiments.registry import parse_overrides
+    from stagerl.experiments.runner import execute, prepare
+    from stagerl.logging.logdir import default_logdir
+
+    def checked_request():
+        overrides = parse_overrides(args.experiment, args.overrides)
+        if args.steps is not None and overrides.get("steps", args.steps) != args.steps:
+            raise ValueError(f"steps is given twice: --steps {args.steps} and "
+                             f"steps={overrides['steps']}")
+        logdir = args.logdir or default_logdir(args.experiment, args.seed)
+        return prepare(args.experiment, args.steps, args.seed, args.device, logdir,
+                       overwrite=args.overwrite, tensorboard=args.tensorboard,
+                       overrides=overrides)
+
+    prepared = _checked(checked_request)
+    try:
+        summary = execute(prepared)
+    except KeyboardInterrupt:
+        print(f"stagerl run: interrupted; the logs so far are in {prepared.logdir}",
+              file=sys.stderr)
+        return 130
+    print(f"{summary['experiment']} seed {summary['seed']}: {summary['env_steps']:,} env steps "
+          f"in {summary['wall_seconds']:.1f} s ({summary['steps_per_second']:,.0f} steps/s)")
+    print(f"evaluation: return {summary['eval_return_mean']:.4g} ± "
+          f"{summary['eval_return_std']:.3g} over {summary['eval_episodes']} deterministic "
+          "episodes")
+    logdir = summary["logdir"]
+    print(f"logs: {logdir}  (stagerl plot {logdir}; tensorboard --logdir "
+          f"{Path(logdir).parent})")
+    return 0
+
+
+def _checked(build):
+    """``build()``, its bad-input errors turned into :class:`UsageError`."""
+    import gymnasium
+
+    try:
+        return build()
+    except (ValueError, TypeError, gymnasium.error.Error) as error:
+        raise UsageError(str(error)) from None
+
+
+# ---- stagerl plot ---------------------------------------------------------------------------
+
+
+def plot_command(argv: list[str]) -> int:
+    parser = _Parser(prog="stagerl plot",
+                     description="Learning curves of one or several runs in one PNG; runs of "
+                                 "one experiment and hyper-parameters (seeds apart) are drawn "
+                                 "as their mean and a band of one standard deviation.")
+    parser.add_argument("logdirs", nargs="+", metavar="logdir")
+    parser.add_argument("-o", "--output", metavar="PNG",
+                        help="default: <logdir>/learning_curve.png for one run, "
+                             "learning_curves.png here for several")
+    parser.add_argument("--window", type=_count, default=20, metavar="N",
+                        help="episodes in the moving average (default 20)")
+    args = parser.parse_args(argv)
+    if args.window < 1:
+        raise UsageError(f"--window must be at least 1, got {args.window}")
+    missing = [d for d in args.logdirs if not Path(d).is_dir()]
+    if missing:
+        raise UsageError(f"no such log directory: {', '.join(missing)}")
+    from stagerl.logging.plotting import plot_logdirs
+
+    output = args.output or (Path(args.logdirs[0]) / "learning_curve.png"
+                             if len(args.logdirs) == 1 else Path("learning_curves.png"))
+    path = _checked(lambda: plot_logdirs(args.logdirs, output, args.window))
+    print(path)
+    return 0
+
+
+# ---- stagerl eval ---------------------------------------------------------------------------
+
+
+def eval_command(argv: list[str]) -> int:
+    """``stagerl eval <logdir or checkpoint> [--episodes N]``: deterministic episodes of a
+    trained policy. Needs checkpoints, which this version does not write yet."""
+    parser = _Parser(prog="stagerl eval",
+                     description="Evaluate a trained policy: deterministic episodes on a "
+                                 "fresh env. Needs a checkpoint.")
+    parser.add_argument("path", metavar="logdir_or_checkpoint")
+    parser.add_argument("--episodes", type=_count, default=20, metavar="N",
+                        help="default 20")
+    parser.parse_args(argv)
+    raise UsageError("evaluating needs a checkpoint, and this version of stagerl does not "
+                     "write checkpoints yet; a run's final evaluation is in its summary.json")
+
+
+# ---- entry point ----------------------------------------------------------------------------
+
+COMMANDS = {"run": run_command, "list": list_command, "plot": plot_command,
+            "eval": eval_command}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        from importlib.metadata import version
+
+        print(f"stagerl {version('stagerl')}")
+        return 0
+    command = COMMANDS.get(argv[0])
+    try:
+        if command is None:
+            import difflib
+
+            close = difflib.get_close_matches(argv[0], list(COMMANDS), n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise UsageError(f"unknown command {argv[0]!r}{hint} (run, list, plot, eval)")
+        return command(argv[1:])
+    except UsageError as error:
+        name = f"stagerl {argv[0]}" if command is not None else "stagerl"
+        print(f"{name}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""ProgressBar and ConsoleSummary on single and vector envs."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+import stagerl as rl
+from stagerl.logging import ConsoleSummary, ProgressBar, log_scalar
+
+
+class Right(rl.Policy):
+    pass
+
+
+@rl.plan.dispatch
+def plan(policy: Right, env: rl.Env):
+    return 1
+
+
+@rl.plan.dispatch
+def plan(policy: Right, env: rl.VectorEnv):  # noqa: F811
+    return np.ones(env.num_envs, dtype=np.int64)
+
+
+def test_console_summary_lines_on_a_single_env():
+    out = io.StringIO()
+    hook = ConsoleSummary(every_n_steps=3, total=7, window=2, file=out)
+    hook.clock = lambda: hook.env_step / 1000  # 1 ms per env step: 1,000 steps/s
+    rl.run(Right(), rl.RandomWalk1D(start=3), rl.StopAfterNSteps(7, progress=False),
+           hook + rl.DoEveryNSteps(lambda t, p, e: log_scalar("losses/x", t / 8), n=5))
+    # A single env's episode ends at PostEpisode, after the line of its last step.
+    assert out.getvalue().splitlines() == [
+        "env steps 3/7 | episodes 0 | 1,000 steps/s",
+        "env steps 6/7 | episodes 1 | return 1 (mean of last 1) | 1,000 steps/s | "
+        "losses/x 0.625",
+        "done: env steps 7/7 | episodes 3 | return 1 (mean of last 2) | 1,000 steps/s",
+    ]
+
+
+def test_console_summary_on_a_vector_env_counts_every_sub_env():
+    out = io.StringIO()
+    env = rl.GymVectorEnv("CartPole-v1", num_envs=3, seed=0)
+    totals = rl.TotalRewardPerEpisode()
+    hook = ConsoleSummary(every_n_steps=150, file=out)
+    rl.run(rl.RandomPolicy(rng=0), env, rl.StopAfterNSteps(300, progress=False),
+           hook + totals)
+    lines = out.getvalue().splitlines()
+    assert [line.split(" | ")[0] for line in lines] == [
+        "env steps 150", "env steps 300", "done: env steps 300"]
+    assert f"episodes {len(totals.rewards)} |" in lines[-1]
+
+
+def test_progress_bar_draws_steps_episodes_and_return(capsys, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    hook = ProgressBar(total=200, window=5)
+    rl.run(Right(), rl.RandomWalk1D(start=3), rl.StopAfterNSteps(200, progress=False), hook)
+    drawn = capsys.readouterr().err
+    assert "200/200" in drawn
+    assert "episodes 67, return 1" in drawn
+    assert hook._bar is None and hook.episodes == 67
+
+
+def test_progress_bar_on_a_vector_env(capsys, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    env = rl.GymVectorEnv("CartPole-v1", num_envs=3, seed=0)
+    hook = ProgressBar(total=3000)
+    rl.run(rl.RandomPolicy(rng=0), env, rl.StopAfterNSteps(3000, progress=False), hook)
+    assert "3.00k/3.00k" in capsys.readouterr().err and hook.env_step == 3000
+
+
+def test_no_progress_bar_where_ci_is_set(capsys, monkeypatch):
+    monkeypatch.setenv("CI", "1")
+    hook = ProgressBar(total=50)
+    rl.run(Right(), rl.RandomWalk1D(), rl.StopAfterNSteps(50, progress=False), hook)
+    assert capsys.readouterr().err == "" and hook.env_step == 50
+
+
+@pytest.mark.parametrize("make", [lambda: ProgressBar(total=0),
+                                  lambda: ProgressBar(window=0),
+                                  lambda: ConsoleSummary(every_n_steps=0)])
+def test_bad_arguments_are_refused(make):
+    with pytest.raises(ValueError, match="must be positive"):
+        make()
