@@ -138,6 +138,12 @@ def run_command(argv: list[str]) -> int:
     if not [a for a in argv if not a.startswith("-")]:
         raise UsageError("which experiment? stagerl run <experiment> (stagerl list shows them)")
     args = parser.parse_intermixed_args(argv)
+    positional = [args.experiment, *args.overrides]  # the experiment is the one without "="
+    names = [p for p in positional if "=" not in p]
+    if not names:
+        raise UsageError("which experiment? stagerl run <experiment> (stagerl list shows them)")
+    args.experiment = names[0]
+    args.overrides = [p for p in positional if p is not names[0]]
     from stagerl.experiments.registry import parse_overrides
     from stagerl.experiments.runner import execute, prepare
     from stagerl.logging.logdir import default_logdir

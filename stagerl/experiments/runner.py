@@ -93,9 +93,6 @@ def prepare(name: str, steps: int | None = None, seed: int = 0, device: Any = "a
     config = dataclasses.replace(config, steps=steps)  # schedules follow the run's length
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got seed={seed!r}")
-    from stagerl.utils.devices import resolve_device  # imports torch: not on `stagerl list`
-
-    device = resolve_device(device)
     notices = []
     if logdir is not None:
         logdir = check_logdir(logdir, overwrite)
@@ -108,6 +105,10 @@ def prepare(name: str, steps: int | None = None, seed: int = 0, device: Any = "a
         if logdir is not None and not tensorboard:
             notices.append(f"no TensorBoard logs: {TENSORBOARD_MISSING}")
     import torch
+
+    from stagerl.utils.devices import resolve_device  # imports torch: not on `stagerl list`
+
+    device = resolve_device(device)
 
     torch.manual_seed(seed)  # network initialisation; policies own their sampling generators
     env = experiment.make_env(config, seed)
