@@ -168,18 +168,25 @@ class RingLanes(_RingReads, _RingEdits, LanedEpisodesBuffer):
         """Where each lane's newest episode stands (these layouts have no completion)."""
         return np.where(self._m == 0, EMPTY, np.where(self._step == 1, STARTED, STEPPING))
 
+    def _in_phase(self, phase: int) -> np.ndarray:
+        """The lanes whose newest episode stands in ``phase``."""
+        if phase == EMPTY:
+            return self._m == 0
+        if phase == STARTED:
+            return (self._step == 1) & (self._m > 0)
+        return self._step > 1
+
     def _check(self, kind: int, lanes: np.ndarray, restart: bool = False) -> None:
         """Raise for the first lane in the bool mask ``lanes`` where the rules refuse ``kind``;
         with ``restart``, a lane's lone first state may be followed by a new episode (it stays
-        as an episode without steps)."""
-        phases = self._phases()
-        allowed = self._rules.table[kind][phases]
-        if restart and kind == PARTIAL:
-            allowed |= phases == STARTED
-        bad = lanes & ~allowed
-        if bad.any():
-            lane = int(np.flatnonzero(bad)[0])
-            raise self._rules.refusal(kind, int(phases[lane]), lane=lane)
+        as an episode without steps). Only the phases the rules refuse are looked at."""
+        allowed = self._rules.allowed[kind]
+        for phase in (EMPTY, STARTED, STEPPING):
+            if allowed[phase] or (restart and kind == PARTIAL and phase == STARTED):
+                continue
+            bad = lanes & self._in_phase(phase)
+            if bad.any():
+                raise self._rules.refusal(kind, phase, lane=int(np.flatnonzero(bad)[0]))
 
     # -- push -----------------------------------------------------------------------------------
     def _push_row(self, row: dict, episode_start=None, lanes=None, restart=False) -> int:
