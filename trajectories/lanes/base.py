@@ -90,11 +90,13 @@ class LanedEpisodesBuffer:
 
     Samplers see the container interface of `EpisodesBuffer` over global rows (``len``,
     ``[name]``, ``take``, ``is_sampleable_at``, ``step_number_at``, ``episode_length_at``,
-    ``n_sampleable``, ``sampleable_indices()``, and ``sampleable_inds``, ``step_numbers``,
-    ``episodes_lengths`` with one entry per row), plus ``episode_rows()`` (the sampleable rows of
-    each episode, lane by lane). Per lane: ``extend(lane, ...)``, ``pop(lane)``,
-    ``popleft(lane)``, ``lane_lengths()``, ``lane_of(rows)``; ``clear()`` empties every lane.
-    Prioritized traces are refused (one key space over the lanes is not built yet).
+    ``rows_ahead_at``, ``rows_behind_at`` (both within the row's lane), ``n_sampleable``,
+    ``sampleable_indices()``, and ``sampleable_inds``, ``step_numbers``, ``episodes_lengths``
+    with one entry per row), plus ``episode_rows()`` (the sampleable rows of each episode, lane
+    by lane). Per lane: ``extend(lane, ...)``, ``pop(lane)``, ``popleft(lane)``,
+    ``lane_lengths()``, ``lane_of(rows)``, ``open_lanes()`` (a first state and no step yet),
+    ``running_lanes()`` (steps, not completed); ``clear()`` empties every lane. Prioritized
+    traces are refused (one key space over the lanes is not built yet).
 
     Args:
         traces: empty traces that describe one lane's layout and the *total* capacity (each

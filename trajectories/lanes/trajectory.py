@@ -100,7 +100,8 @@ def watch_lanes(trajectory) -> None:
 
 class _FirstPush:
     """The first ``trajectory.push``: one state per sub-env splits the trajectory into lanes;
-    then it steps aside, leaving the class's ``push`` (single env) or the laned one."""
+    then it steps aside, leaving the class's ``push`` (single env) or the laned one. A push that
+    raises leaves the trajectory as it was (no lanes), still waiting for its first push."""
 
     __slots__ = ("trajectory",)
 
