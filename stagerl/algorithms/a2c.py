@@ -1,0 +1,109 @@
+"""A2C: advantage actor-critic with GAE on vector envs (synchronous A3C, as Stable-Baselines3).
+
+Every ``n_steps`` steps of each sub-env, one gradient step on the whole rollout::
+
+    advantage = GAE(gamma, gae_lambda)          (bootstrapped at truncations and the rollout's end)
+    loss = -mean(advantage * log pi(a|s)) + vf_coef * mean((V(s) - return)^2) - ent_coef * entropy
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.nn import functional as F
+
+from stagerl.algorithms.on_policy import (
+    ActorCritic,
+    OnPolicy,
+    build_model,
+    check_config,
+    rollout_trajectory,
+)
+from stagerl.policies.agent import Agent
+
+__all__ = ["A2CConfig", "A2CPolicy", "a2c_loss", "make_a2c_agent"]
+
+
+@dataclass
+class A2CConfig:
+    """A2C's hyper-parameters (defaults: Stable-Baselines3's).
+
+    ``use_rms_prop`` picks RMSprop (alpha 0.99, ``rms_prop_eps``) over Adam.
+    """
+
+    n_steps: int = 5
+    learning_rate: float = 7e-4
+    gamma: float = 0.99
+    gae_lambda: float = 1.0
+    ent_coef: float = 0.0
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    normalize_advantage: bool = False
+    use_rms_prop: bool = True
+    rms_prop_eps: float = 1e-5
+    normalize_states: bool = False
+    hidden: tuple[int, ...] = (64, 64)
+    log_std_init: float = 0.0
+    ortho_init: bool = True
+
+
+def a2c_loss(model: ActorCritic, batch: dict, ent_coef: float, vf_coef: float,
+             normalize_advantage: bool) -> tuple:
+    """A2C's loss on a batch of transitions, and its parts (detached) for logging."""
+    log_prob, entropy = model.log_prob_entropy(batch["state"], batch["action"])
+    advantage = batch["advantage"]
+    if normalize_advantage and len(advantage) > 1:
+        advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+    policy_loss = -(advantage * log_prob).mean()
+    value_loss = F.mse_loss(model.value(batch["state"]), batch["return"])
+    entropy_loss = -entropy.mean()
+    loss = policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
+    return loss, {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": -entropy_loss}
+
+
+class A2CPolicy(OnPolicy):
+    """A2C (see the module docstring): the default GAE postprocessor and one step of
+    :func:`a2c_loss` per rollout. Build one with :func:`make_a2c_agent`.
+
+    Example:
+        >>> import stagerl as rl
+        >>> from stagerl.algorithms.a2c import make_a2c_agent
+        >>> from stagerl.algorithms.on_policy import make_vector_env
+        >>> env = make_vector_env("CartPole-v1", num_envs=4, seed=0)
+        >>> agent = make_a2c_agent(env, seed=0, device="cpu")
+        >>> _ = rl.run(agent, env, rl.StopAfterNSteps(200, progress=False))
+        >>> agent.policy.n_updates          # one per 5 acts of the 4 sub-envs
+        10
+    """
+
+    def __init__(self, model: ActorCritic, config: A2CConfig, rng: Any = None):
+        params = model.parameters()
+        if config.use_rms_prop:
+            optimiser = torch.optim.RMSprop(params, lr=config.learning_rate, alpha=0.99,
+                                            eps=config.rms_prop_eps)
+        else:
+            optimiser = torch.optim.Adam(params, lr=config.learning_rate)
+        super().__init__(model, optimiser, config.gamma, config.gae_lambda, config.max_grad_norm,
+                         config.normalize_states, rng)
+        self.config = config
+
+    def loss(self, batch: dict) -> torch.Tensor:
+        c = self.config
+        loss, stats = a2c_loss(self.model, batch, c.ent_coef, c.vf_coef, c.normalize_advantage)
+        self.stats = stats
+        return loss
+
+
+def make_a2c_agent(env: Any, config: A2CConfig | None = None, seed: int = 0,
+                   device: Any = "auto") -> Agent:
+    """An Agent that learns with A2C in ``env`` (a ``GymEnv`` or ``GymVectorEnv``)."""
+    config = A2CConfig() if config is None else config
+    who = "make_a2c_agent"
+    check_config(config, who, positive=("n_steps", "learning_rate", "max_grad_norm",
+                                        "rms_prop_eps"),
+                 unit=("gamma", "gae_lambda"), nonnegative=("ent_coef", "vf_coef"))
+    model = build_model(env, who, config.hidden, config.log_std_init, config.ortho_init, seed,
+                        device)
+    return Agent(A2CPolicy(model, config, rng=seed), rollout_trajectory(env, config.n_steps))

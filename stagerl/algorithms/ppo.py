@@ -1,0 +1,186 @@
+"""PPO: proximal policy optimisation with the clipped surrogate objective (Schulman et al. 2017).
+
+Every ``n_steps`` steps of each sub-env, ``n_epochs`` passes over the rollout in minibatches of
+``batch_size``, each a gradient step on::
+
+    ratio = pi(a|s) / pi_old(a|s)                 (pi_old: the policy that acted)
+    policy_loss = -mean(min(ratio * A, clip(ratio, 1 - clip_range, 1 + clip_range) * A))
+    value_loss = mean((V(s) - return)^2)          (V clipped around V_old with clip_range_vf)
+    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
+
+with GAE advantages ``A`` (normalised per minibatch), categorical or diagonal-Gaussian policies,
+learning-rate and clip-range schedules, gradient-norm clipping and optional observation
+normalisation, as Stable-Baselines3's PPO.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.nn import functional as F
+
+from stagerl.algorithms.on_policy import (
+    ActorCritic,
+    OnPolicy,
+    build_model,
+    check_config,
+    rollout_trajectory,
+    scheduled,
+)
+from stagerl.core.env import VectorEnv
+from stagerl.policies.agent import Agent
+
+__all__ = ["PPOConfig", "PPOPolicy", "ppo_loss", "ppo_diagnostics", "make_ppo_agent"]
+
+
+@dataclass
+class PPOConfig:
+    """PPO's hyper-parameters (defaults: Stable-Baselines3's).
+
+    Schedules (``"constant"`` or ``"linear"``, RL-Zoo's ``lin_<value>``) decay to 0 over
+    ``schedule_steps`` env steps (the run's length). ``clip_range_vf=None`` leaves the value
+    unclipped; ``target_kl`` stops an update's epochs early once the approximate KL passes
+    1.5 times it.
+    """
+
+    n_steps: int = 2048
+    batch_size: int = 64
+    n_epochs: int = 10
+    learning_rate: float = 3e-4
+    learning_rate_schedule: str = "constant"
+    clip_range: float = 0.2
+    clip_range_schedule: str = "constant"
+    clip_range_vf: float | None = None
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    normalize_advantage: bool = True
+    ent_coef: float = 0.0
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    target_kl: float | None = None
+    normalize_states: bool = False
+    schedule_steps: int = 0
+    hidden: tuple[int, ...] = (64, 64)
+    log_std_init: float = 0.0
+    ortho_init: bool = True
+
+
+def ppo_loss(model: ActorCritic, batch: dict, clip_range: float, clip_range_vf: float | None,
+             ent_coef: float, vf_coef: float, normalize_advantage: bool) -> tuple:
+    """PPO's clipped loss on a minibatch, and its parts (for logging)."""
+    log_prob, entropy = model.log_prob_entropy(batch["state"], batch["action"], ent_coef > 0)
+    values = model.value(batch["state"])
+    advantage = batch["advantage"]
+    if normalize_advantage and len(advantage) > 1:
+        advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+    ratio = torch.exp(log_prob - batch["log_prob"])
+    clipped = torch.clamp(ratio, 1.0 - clip_range, 1.0 + clip_range)
+    policy_loss = -torch.min(advantage * ratio, advantage * clipped).mean()
+    if clip_range_vf is not None:
+        old = batch["value"]
+        values = old + torch.clamp(values - old, -clip_range_vf, clip_range_vf)
+    value_loss = F.mse_loss(values, batch["return"])
+    loss = policy_loss + vf_coef * value_loss
+    if ent_coef > 0:  # skipped at 0: the entropy's share of the backward pass costs time
+        loss = loss - ent_coef * entropy.mean()
+    return loss, {"policy_loss": policy_loss, "value_loss": value_loss}
+
+
+@torch.no_grad()
+def ppo_diagnostics(model: ActorCritic, batch: dict, clip_range: float) -> dict:
+    """The entropy, the approximate KL from the acting policy and the fraction of clipped
+    ratios on ``batch`` (computed once per update, outside the gradient steps)."""
+    log_prob, entropy = model.log_prob_entropy(batch["state"], batch["action"])
+    log_ratio = log_prob - batch["log_prob"]
+    ratio = torch.exp(log_ratio)
+    return {"entropy": entropy.mean(), "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
+            "clip_fraction": ((ratio - 1.0).abs() > clip_range).float().mean()}
+
+
+class PPOPolicy(OnPolicy):
+    """PPO (see the module docstring): the default GAE postprocessor and ``n_epochs`` of
+    minibatch steps on :func:`ppo_loss` per rollout. Build one with :func:`make_ppo_agent`.
+
+    Example:
+        >>> import stagerl as rl
+        >>> from stagerl.algorithms.ppo import PPOConfig, make_ppo_agent
+        >>> from stagerl.algorithms.on_policy import make_vector_env
+        >>> env = make_vector_env("CartPole-v1", num_envs=4, seed=0)
+        >>> config = PPOConfig(n_steps=16, batch_size=32, n_epochs=2)
+        >>> agent = make_ppo_agent(env, config, seed=0, device="cpu")
+        >>> _ = rl.run(agent, env, rl.StopAfterNSteps(128, progress=False))
+        >>> agent.policy.n_updates, sorted(agent.policy.stats)[:2]
+        (2, ['approx_kl', 'clip_fraction'])
+    """
+
+    def __init__(self, model: ActorCritic, config: PPOConfig, rng: Any = None):
+        optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate, eps=1e-5,
+                                     fused=True)
+        super().__init__(model, optimiser, config.gamma, config.gae_lambda, config.max_grad_norm,
+                         config.normalize_states, rng)
+        self.config = config
+
+    def progress_remaining(self) -> float:
+        """1 at the start of the run, 0 at ``schedule_steps`` env steps (1 without one)."""
+        steps = self.config.schedule_steps
+        return 1.0 - self.env_steps / steps if steps else 1.0
+
+    def update(self, batch: dict) -> None:
+        c = self.config
+        progress = self.progress_remaining()
+        for group in self.optimiser.param_groups:
+            group["lr"] = scheduled(c.learning_rate, c.learning_rate_schedule, progress)
+        clip_range = scheduled(c.clip_range, c.clip_range_schedule, progress)
+        n = len(batch["advantage"])
+        normalize = c.normalize_advantage
+        if n <= c.batch_size and normalize and n > 1:  # one minibatch: normalise it once
+            advantage = batch["advantage"]
+            batch = {**batch, "advantage": (advantage - advantage.mean()) / (advantage.std()
+                                                                            + 1e-8)}
+            normalize = False
+        for _ in range(c.n_epochs):
+            # The whole rollout as one minibatch needs no shuffling: the loss is a mean.
+            order = torch.as_tensor(self.rng.permutation(n), device=self.device) \
+                if n > c.batch_size else None
+            for start in range(0, n, c.batch_size):
+                minibatch = batch if order is None else \
+                    {k: v[order[start:start + c.batch_size]] for k, v in batch.items()}
+                loss, parts = ppo_loss(self.model, minibatch, clip_range, c.clip_range_vf,
+                                       c.ent_coef, c.vf_coef, normalize)
+                self.gradient_step(self.optimiser, loss)
+            if c.target_kl is not None:
+                kl = ppo_diagnostics(self.model, batch, clip_range)["approx_kl"]
+                if kl > 1.5 * c.target_kl:
+                    break
+        parts.update(ppo_diagnostics(self.model, batch, clip_range))
+        self.stats = {name: value.item() for name, value in parts.items()}
+
+
+def make_ppo_agent(env: Any, config: PPOConfig | None = None, seed: int = 0,
+                   device: Any = "auto") -> Agent:
+    """An Agent that learns with PPO in ``env`` (a ``GymEnv`` or ``GymVectorEnv``).
+
+    Raises ``ValueError`` when a rollout (``n_steps`` times the number of sub-envs) is smaller
+    than ``batch_size``, and for hyper-parameters out of range; ``TypeError`` for an env whose
+    spaces PPO cannot act in.
+    """
+    config = PPOConfig() if config is None else config
+    who = "make_ppo_agent"
+    check_config(config, who,
+                 positive=("n_steps", "batch_size", "n_epochs", "learning_rate", "clip_range",
+                           "max_grad_norm"),
+                 unit=("gamma", "gae_lambda"),
+                 nonnegative=("ent_coef", "vf_coef", "clip_range_vf", "target_kl",
+                              "schedule_steps"),
+                 schedules=("learning_rate_schedule", "clip_range_schedule"))
+    n_envs = env.num_envs if isinstance(env, VectorEnv) else 1
+    if config.n_steps * n_envs < config.batch_size:
+        raise ValueError(
+            f"{who}: a rollout holds n_steps * num_envs = {config.n_steps} * {n_envs} = "
+            f"{config.n_steps * n_envs} transitions, fewer than batch_size={config.batch_size}; "
+            "raise n_steps (or the number of sub-envs) or lower batch_size")
+    model = build_model(env, who, config.hidden, config.log_std_init, config.ortho_init, seed,
+                        device)
+    return Agent(PPOPolicy(model, config, rng=seed), rollout_trajectory(env, config.n_steps))
