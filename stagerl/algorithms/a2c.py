@@ -91,8 +91,8 @@ class A2CPolicy(OnPolicy):
 
     def loss(self, batch: dict) -> torch.Tensor:
         c = self.config
-        loss, stats = a2c_loss(self.model, batch, c.ent_coef, c.vf_coef, c.normalize_advantage)
-        self.stats = stats
+        loss, parts = a2c_loss(self.model, batch, c.ent_coef, c.vf_coef, c.normalize_advantage)
+        self.stats = {name: value.item() for name, value in parts.items()}
         return loss
 
 

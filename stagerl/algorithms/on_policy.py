@@ -266,6 +266,11 @@ class OnPolicy(Policy):
     def to(self, device: Any) -> OnPolicy:
         super().to(device)
         self.device = torch.device(device)
+        for optimiser in self.optimisers().values():
+            if optimiser.defaults.get("fused"):  # fused kernels keep step counts on the device
+                for state in optimiser.state.values():
+                    if isinstance(state.get("step"), torch.Tensor):
+                        state["step"] = state["step"].to(self.device)
         return self
 
     def optimisers(self) -> dict[str, Any]:
