@@ -67,8 +67,9 @@ class ObservationEncoder(nn.Module):
 def mlp_body(in_features: int, net_arch: Sequence[int]) -> nn.Sequential:
     """``Flatten`` then ``Linear + ReLU`` per hidden size (no output layer: the head follows)."""
     layers: list[nn.Module] = [nn.Flatten()]
-    for a, b in zip([in_features, *net_arch[:-1]], net_arch, strict=True):
-        layers += [nn.Linear(int(a), int(b)), nn.ReLU()]
+    sizes = [int(in_features), *map(int, net_arch)]
+    for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+        layers += [nn.Linear(a, b), nn.ReLU()]
     return nn.Sequential(*layers)
 
 
