@@ -58,9 +58,10 @@ def a2c_loss(model: ActorCritic, batch: dict, ent_coef: float, vf_coef: float,
         advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
     policy_loss = -(advantage * log_prob).mean()
     value_loss = F.mse_loss(model.value(batch["state"]), batch["return"])
-    entropy_loss = -entropy.mean()
-    loss = policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
-    return loss, {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": -entropy_loss}
+    loss = policy_loss + vf_coef * value_loss
+    if ent_coef > 0:  # at 0 the entropy stays out of the graph: no share of the backward pass
+        loss = loss - ent_coef * entropy.mean()
+    return loss, {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy.mean()}
 
 
 class A2CPolicy(OnPolicy):
@@ -79,12 +80,12 @@ class A2CPolicy(OnPolicy):
     """
 
     def __init__(self, model: ActorCritic, config: A2CConfig, rng: Any = None):
-        params = model.parameters()
+        params = model.flat_parameters()
         if config.use_rms_prop:
             optimiser = torch.optim.RMSprop(params, lr=config.learning_rate, alpha=0.99,
-                                            eps=config.rms_prop_eps)
+                                            eps=config.rms_prop_eps, foreach=True)
         else:
-            optimiser = torch.optim.Adam(params, lr=config.learning_rate)
+            optimiser = torch.optim.Adam(params, lr=config.learning_rate, fused=True)
         super().__init__(model, optimiser, config.gamma, config.gae_lambda, config.max_grad_norm,
                          config.normalize_states, rng)
         self.config = config

@@ -116,8 +116,8 @@ class PPOPolicy(OnPolicy):
     """
 
     def __init__(self, model: ActorCritic, config: PPOConfig, rng: Any = None):
-        optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate, eps=1e-5,
-                                     fused=True)
+        optimiser = torch.optim.Adam(model.flat_parameters(), lr=config.learning_rate,
+                                     eps=1e-5, fused=True)
         super().__init__(model, optimiser, config.gamma, config.gae_lambda, config.max_grad_norm,
                          config.normalize_states, rng)
         self.config = config

@@ -22,7 +22,6 @@ from typing import Any
 
 import torch
 from torch.nn import functional as F
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from stagerl.algorithms.on_policy import (
     ActorCritic,
@@ -113,15 +112,11 @@ class TRPOPolicy(OnPolicy):
 
     def __init__(self, model: ActorCritic, config: TRPOConfig, rng: Any = None):
         # Only the critic has an optimiser: the actor moves by the natural-gradient step.
-        optimiser = torch.optim.Adam(model.critic.parameters(), lr=config.learning_rate,
+        optimiser = torch.optim.Adam(model.flat_parameters()[1:], lr=config.learning_rate,
                                      fused=True)
         super().__init__(model, optimiser, config.gamma, config.gae_lambda, None,
                          config.normalize_states, rng)
         self.config = config
-
-    def actor_parameters(self) -> list:
-        params = list(self.model.actor.parameters())
-        return params if self.model.discrete else params + [self.model.log_std]
 
     def update(self, batch: dict) -> None:
         c = self.config
@@ -138,7 +133,8 @@ class TRPOPolicy(OnPolicy):
     def policy_step(self, batch: dict) -> None:
         """One trust-region step of the actor (see the module docstring)."""
         c = self.config
-        params = self.actor_parameters()
+        params, _ = self.model.parameter_groups()
+        flat = self.model.flat_parameters()[0]  # every actor parameter is a view into it
         states, advantage = batch["state"], batch["advantage"]
         if c.normalize_advantage and len(advantage) > 1:
             advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
@@ -157,12 +153,12 @@ class TRPOPolicy(OnPolicy):
         direction = conjugate_gradient(fisher_vector_product, gradient, c.cg_max_steps)
         quadratic_kl = direction @ fisher_vector_product(direction)
         step = math.sqrt(2.0 * c.target_kl / max(float(quadratic_kl), 1e-12)) * direction
-        start = parameters_to_vector(params).detach()
+        start = flat.detach().clone()
         old_objective = objective.item()
         accepted, new_kl, new_objective = False, 0.0, old_objective
         with torch.no_grad():
             for _ in range(c.line_search_max_iter if c.line_search else 1):
-                vector_to_parameters(start + step, params)
+                flat.data.copy_(start + step)
                 new_kl = float(self.model.kl_from(old, states).mean())
                 new_objective = float(surrogate_objective(self.model, batch, advantage))
                 if not c.line_search or (new_kl <= c.target_kl and new_objective > old_objective):
@@ -170,7 +166,7 @@ class TRPOPolicy(OnPolicy):
                     break
                 step *= c.line_search_shrinking_factor
             if not accepted:  # no step kept the KL bound and improved: stay where we were
-                vector_to_parameters(start, params)
+                flat.data.copy_(start)
                 new_kl, new_objective = 0.0, old_objective
         self.stats = {"kl": new_kl, "objective": new_objective, "accepted": float(accepted)}
 

@@ -76,11 +76,11 @@ class VPGPolicy(OnPolicy):
     """
 
     def __init__(self, model: ActorCritic, config: VPGConfig, rng: Any = None):
-        actor = list(model.actor.parameters()) + ([] if model.discrete else [model.log_std])
-        optimiser = torch.optim.Adam(actor, lr=config.learning_rate, fused=True)
+        actor, critic = model.flat_parameters()
+        optimiser = torch.optim.Adam([actor], lr=config.learning_rate, fused=True)
         super().__init__(model, optimiser, config.gamma, 1.0, None, config.normalize_states, rng)
-        self.value_optimiser = torch.optim.Adam(model.critic.parameters(),
-                                                lr=config.value_learning_rate, fused=True)
+        self.value_optimiser = torch.optim.Adam([critic], lr=config.value_learning_rate,
+                                                fused=True)
         self.config = config
 
     def postprocess(self, rollout: dict) -> dict:

@@ -72,7 +72,8 @@ def test_one_gradient_step_per_rollout_of_n_steps_per_sub_env():
     agent.policy.update = update
     rl.run(agent, env, rl.StopAfterNSteps(200, progress=False))
     assert steps == [20] * 10
-    assert agent.policy.optimiser.state[next(iter(agent.policy.model.parameters()))]["step"] == 10
+    actor_flat = agent.policy.model.flat_parameters()[0]
+    assert agent.policy.optimiser.state[actor_flat]["step"] == 10
 
 
 def test_a2c_learns_cartpole():  # CI smoke test: random play averages ~22; seeds 0-4 give 490+
