@@ -26,6 +26,7 @@ counted once (its ``(worker, incarnation, sequence)`` key is checked).
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -66,7 +67,8 @@ class Learner:
         if not isinstance(agent, Agent) or not isinstance(agent.trajectory, Trajectory):
             raise TypeError(f"Learner needs a stagerl.Agent with a Trajectory, got "
                             f"{type(agent).__name__}")
-        import stagerl.distributed.adapters  # noqa: F401  (the algorithms' weights)
+        if "torch" in sys.modules:  # a torch policy: its algorithm's weights (see adapters)
+            import stagerl.distributed.adapters  # noqa: F401
 
         self.agent, self.pool, self.callback = agent, pool, callback
         self.trajectory = trajectory = agent.trajectory
@@ -153,8 +155,8 @@ class Learner:
             slot = self.pool.slot_of(ref)
             batch = self._result(ref)
             if batch is not None:
-                self._insert([batch])
-                self._learn()
+                self.insert([batch])
+                self.learn()
             self._request(slot, target)
 
     def _rounds(self, target: int) -> None:
@@ -171,8 +173,8 @@ class Learner:
                     self._request(slot, None)
                 else:
                     batches[slot] = batch
-            self._insert(batches)
-            self._learn()
+            self.insert(batches)
+            self.learn()
 
     def _request(self, slot: int, target: int | None) -> None:
         steps = self.steps_per_batch
@@ -216,7 +218,10 @@ class Learner:
 
     # ---- inserting and learning ---------------------------------------------------------------
 
-    def _insert(self, batches: list) -> None:
+    def insert(self, batches: list) -> None:
+        """Insert ``batches`` (from the workers, in order) into the central trajectory: one
+        ``extend`` per episode fragment, into its worker's lane. Batches acted by older weights
+        are dropped by an on-policy learner."""
         start = time.perf_counter()
         for batch in batches:
             if batch.key in self._seen:
@@ -247,7 +252,9 @@ class Learner:
         self.trajectory.extend(lane, new_episode=not joins, **columns)
         self._lane_episode[lane] = (fragment.episode_id, fragment.first_step + fragment.n_steps)
 
-    def _learn(self) -> None:
+    def learn(self) -> None:
+        """``optimise(policy, PostActStage(), trajectory)``, as the loop calls it after a step;
+        the weights become a new version when the controller allowed a sample."""
         start = time.perf_counter()
         policy, trajectory = self.agent.policy, self.trajectory
         set_env_steps(policy, self.env_steps)

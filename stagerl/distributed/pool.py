@@ -10,6 +10,7 @@ incarnation number, so its episode ids never repeat the dead one's.
 from __future__ import annotations
 
 import socket
+import sys
 from typing import Any
 
 from stagerl.distributed.worker import RolloutWorker, RolloutWorkerError
@@ -220,15 +221,13 @@ def _first_line(error: BaseException) -> str:
 
 
 class _RemoteWorker:
-    """The actor: a RolloutWorker built in the actor's process, with torch on one thread."""
+    """The actor: a RolloutWorker built in the actor's process (torch, if used, on one thread)."""
 
     def __init__(self, make_env, make_agent, slot, seed, incarnation, make_hook):
-        import torch
-
-        import stagerl.distributed.adapters  # noqa: F401  (the algorithms' weights)
-
-        torch.set_num_threads(1)  # several workers share the machine's cores
         self.worker = RolloutWorker(make_env, make_agent, slot, seed, incarnation, make_hook)
+        torch = sys.modules.get("torch")  # loaded by a torch policy only
+        if torch is not None:
+            torch.set_num_threads(1)  # several workers share the machine's cores
 
     def ready(self):
         return self.worker.n_lanes

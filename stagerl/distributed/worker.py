@@ -16,6 +16,7 @@ test or a notebook can call it directly.
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
 import traceback
@@ -111,12 +112,12 @@ class RolloutWorker:
 
     def __init__(self, make_env: Any, make_agent: Any, worker: int = 0, seed: int = 0,
                  incarnation: int = 0, make_hook: Any = None):
-        import stagerl.distributed.adapters  # noqa: F401  (the algorithms' weights)
-
         self.worker, self.incarnation = int(worker), int(incarnation)
         self.seed = worker_seed(seed, self.worker, self.incarnation)
         self.env = make_env(self.seed)
         agent = make_agent(self.env, self.seed)
+        if "torch" in sys.modules:  # a torch policy: its algorithm's weights (see adapters)
+            import stagerl.distributed.adapters  # noqa: F401
         self.agent = self._checked(agent)
         self.agent.trajectory.controller = RecordOnly()
         hook = make_hook() if make_hook is not None else EmptyHook()
