@@ -102,6 +102,7 @@ class DQNPolicy(rl.Policy):
             decay_steps=decay, break_ties=False, rng=rng)
         self.env_steps = 0
         self.target_updates = 0  # env_steps // target_update_interval at the last update
+        self.updated = False  # a gradient step since the last target update
         self.acting_network = NumpyQNetwork.of(network)  # None: act through torch
         self._acting_stale = False
         self._frames = {False: FrameStack(config.stack_size), True: FrameStack(config.stack_size)}
@@ -160,19 +161,23 @@ class DQNPolicy(rl.Policy):
 
     def update_target_if_due(self) -> None:
         due = self.env_steps // self.config.target_update_interval
-        if due > self.target_updates and self.target is not None:
+        if due > self.target_updates and self.target is not None and (
+                self.updated or self.config.tau < 1.0):  # a copy of an unchanged network: none
             self.q.sync()  # tau = 1: a copy; tau < 1: target <- (1 - tau) target + tau online
+            self.updated = False
         self.target_updates = due
 
     def state_dict(self) -> dict[str, Any]:
         return {"q": self.q.state_dict(), "explorer": self.explorer.state_dict(),
-                "env_steps": self.env_steps, "target_updates": self.target_updates}
+                "env_steps": self.env_steps, "target_updates": self.target_updates,
+                "updated": self.updated}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.q.load_state_dict(state["q"])
         self.explorer.load_state_dict(state["explorer"])
         self.env_steps = int(state["env_steps"])
         self.target_updates = int(state["target_updates"])
+        self.updated = bool(state["updated"])
         self._acting_stale = True
         for frames in self._frames.values():
             frames.start()
@@ -270,19 +275,31 @@ def learn_burst(policy: DQNPolicy, burst: Burst, trajectory: Any) -> None:
         return
     rows = as_tensors(burst.rows, policy.device, policy.action_start)  # one transfer a field
     batches = Burst(burst.n_batches, burst.batch_size, rows)
-    targets = next_outputs = [None] * burst.n_batches
+    n, size = burst.n_batches, burst.batch_size
+    targets, next_outputs = [None] * n, [None] * n
     # The target network changes only between env steps, never inside a burst: one pass over
     # the whole burst gives every batch's TD targets (with double DQN, the target network's
     # values; the online network, which changes each step, picks the actions batch by batch).
-    if policy.target is not None and not config.double:
-        targets = td_target(policy, rows).split(burst.batch_size)
-    elif policy.target is not None:
-        with torch.no_grad():
-            next_outputs = policy.target(rows["next_state"]).split(burst.batch_size)
+    if policy.target is not None:
+        # On the CPU in parts of ~1,000 rows: one 8,192-row pass, whose activations outgrow
+        # the caches, measured ~30% slower.
+        parts = _parts(rows, size) if policy.device.type == "cpu" else [rows]
+        if config.double:
+            with torch.no_grad():
+                next_outputs = torch.cat([policy.target(p["next_state"]) for p in parts])
+            next_outputs = next_outputs.split(size)
+        else:
+            targets = torch.cat([td_target(policy, part) for part in parts]).split(size)
     for batch, target, next_output in zip(batches, targets, next_outputs, strict=True):
         dqn_update(policy, batch, td_target(policy, batch, next_output) if target is None
                    else target)
     policy._acting_stale = True  # the numpy copy of the weights is refreshed at the next act
+
+
+def _parts(rows: dict, batch_size: int, about: int = 1024) -> list[dict]:
+    size = batch_size * max(1, about // batch_size)
+    total = rows["reward"].shape[0]
+    return [{name: v[i:i + size] for name, v in rows.items()} for i in range(0, total, size)]
 
 
 @torch.no_grad()
@@ -334,16 +351,26 @@ def dqn_update(policy: DQNPolicy, batch: dict, target: torch.Tensor | None = Non
         losses = F.smooth_l1_loss(q, target, reduction="none") if huber else (q - target) ** 2
     weight = batch.get("weight")
     loss = losses.mean() if weight is None else (weight * losses).mean()
-    optimiser = policy.q.optimiser
-    optimiser.zero_grad(set_to_none=True)
+    parameters = policy._parameters
+    for p in parameters:  # zero_grad(set_to_none=True), without the optimiser's profiling hooks
+        p.grad = None
     loss.backward()
     if policy.config.max_grad_norm is not None:
-        torch.nn.utils.clip_grad_norm_(policy._parameters, policy.config.max_grad_norm)
-    optimiser.step()
+        clip_grad_norm(parameters, policy.config.max_grad_norm)
+    policy.q.optimiser.step()
+    policy.updated = True
     policy.loss = loss.detach()  # for logging; reading it waits for the device
     if weight is None:
         return None
     return (losses if policy.network.distributional else q - target).detach().abs()
+
+
+def clip_grad_norm(parameters: list, max_norm: float) -> None:
+    """``torch.nn.utils.clip_grad_norm_`` in its foreach form, without its per-call checks:
+    scale every gradient by ``min(1, max_norm / (total norm + 1e-6))``."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_(max=1.0))
 
 
 def project_distribution(next_probs: torch.Tensor, reward: torch.Tensor,

@@ -69,7 +69,7 @@ def mlp_body(in_features: int, net_arch: Sequence[int]) -> nn.Sequential:
     layers: list[nn.Module] = [nn.Flatten()]
     sizes = [int(in_features), *map(int, net_arch)]
     for a, b in zip(sizes[:-1], sizes[1:], strict=True):
-        layers += [nn.Linear(a, b), nn.ReLU()]
+        layers += [nn.Linear(a, b), nn.ReLU(inplace=True)]  # in place: addmm keeps its input
     return nn.Sequential(*layers)
 
 

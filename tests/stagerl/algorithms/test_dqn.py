@@ -13,6 +13,7 @@ import stagerl as rl
 from stagerl.algorithms.dqn import (
     DQNConfig,
     DQNPolicy,
+    clip_grad_norm,
     dqn_update,
     learn_burst,
     make_dqn_agent,
@@ -78,6 +79,20 @@ def test_mse_loss_and_gradient_clipping():
     policy = tiny_policy([[1.0], [2.0]], loss="mse", max_grad_norm=None)
     dqn_update(policy, one_step())
     assert policy.loss.item() == 4.0  # (1 - 3) ** 2
+
+
+@pytest.mark.parametrize("max_norm", [0.5, 100.0])
+def test_gradient_clipping_matches_torchs(max_norm):
+    torch.manual_seed(0)
+    ours, theirs = nn.Linear(3, 2), nn.Linear(3, 2)
+    theirs.load_state_dict(ours.state_dict())
+    x = torch.randn(5, 3)
+    for net in (ours, theirs):
+        net(x).pow(2).sum().backward()
+    clip_grad_norm(list(ours.parameters()), max_norm)
+    nn.utils.clip_grad_norm_(theirs.parameters(), max_norm)
+    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+        assert torch.allclose(a.grad, b.grad, rtol=1e-6, atol=0)
 
 
 def test_terminal_transition_does_not_bootstrap():
@@ -437,6 +452,19 @@ def test_target_network_follows_every_target_update_interval_env_steps():
     agent = make_dqn_agent(env, config, seed=0, device="cpu")
     hook = rl.run(agent, env, rl.StopAfterNSteps(130, progress=False), TargetWeights())
     assert hook.changed_at == [25, 50, 75, 100, 125]
+
+
+def test_a_hard_target_update_of_an_unchanged_network_is_skipped():
+    policy = tiny_policy([[1.0], [2.0]], target_update_interval=1)
+    with torch.no_grad():
+        policy.target.advantage.weight.fill_(5.0)  # would be overwritten by a copy
+    policy.env_steps = 1
+    policy.update_target_if_due()
+    assert policy.target.advantage.weight[0, 0].item() == 5.0 and policy.target_updates == 1
+    dqn_update(policy, one_step())
+    policy.env_steps = 2
+    policy.update_target_if_due()
+    assert policy.target.advantage.weight[:, 0].tolist() == pytest.approx([1.1, 2.0])
 
 
 def test_polyak_target_blends_by_tau():
