@@ -1,0 +1,171 @@
+"""Rollout workers on Ray: DQN and PPO learn with two workers, a killed worker is replaced, and
+bad input is refused before any worker starts. One local Ray instance serves the module
+(``ray.init(num_cpus=2)``); the module is skipped when Ray is not installed."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import stagerl as rl
+from stagerl.distributed import (
+    Learner,
+    RolloutWorkerError,
+    WorkerPool,
+    learner_for,
+    worker_seed,
+)
+from stagerl.experiments.registry import configure
+
+ray = pytest.importorskip("ray")
+
+# The factories below travel to the workers by value: their processes cannot import this file.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def evaluation(agent, episodes=10):
+    return float(np.mean(rl.evaluate(agent, rl.GymEnv("CartPole-v1", seed=10_000), episodes)))
+
+
+def consistent(learner):
+    """Every inserted batch counted once, and the trajectory holds exactly their steps."""
+    figures = learner.figures()
+    container = learner.trajectory.container
+    per_worker = sum(w["env_steps"] for w in figures["per_worker"])
+    return (len(learner._seen) == figures["batches"] + figures["dropped_batches"]
+            and per_worker == learner.env_steps == learner.trajectory.controller.n_inserted
+            == int(container.sampleable_inds.sum()))
+
+
+# ---- learning ------------------------------------------------------------------------------------
+
+DQN_SMOKE = dict(learning_starts=500, train_freq=64, gradient_steps=32, net_arch=(64, 64),
+                 target_update_interval=10)
+
+
+def test_dqn_learns_with_two_workers_and_survives_a_killed_worker(local_ray):
+    killed = []
+
+    def kill_once(learner, batch):
+        if learner.batches == 8 and not killed:  # worker 0 has requests in flight
+            learner.pool.kill(0)
+            killed.append(learner.env_steps)
+
+    config = configure("dqn-cartpole", steps=4000, **DQN_SMOKE)
+    with learner_for("dqn-cartpole", config, seed=0, device="cpu", workers=2,
+                     callback=kill_once) as learner:
+        figures = learner.train(4000)
+        assert killed and figures["replaced_workers"] == 1
+        assert [w["incarnations"] for w in figures["per_worker"]] == [2, 1]
+        assert figures["env_steps"] == 4000 and consistent(learner)
+        assert figures["per_worker"][0]["env_steps"] > killed[0] / 2  # it went on acting
+        assert evaluation(learner.agent) >= 60  # random: ~22
+
+
+def test_ppo_learns_with_two_workers_from_current_weights_only(local_ray):
+    config = configure("ppo-cartpole", steps=8192, num_envs=4, n_steps=32, batch_size=128,
+                       n_epochs=10)
+    versions = []
+    with learner_for("ppo-cartpole", config, seed=0, device="cpu", workers=2,
+                     callback=lambda learner, b: versions.append((b.version,
+                                                                  learner.version))) as learner:
+        figures = learner.train(8192)
+        assert figures["dropped_batches"] == 0 and len(learner._seen) == figures["batches"]
+        assert all(acted == current for acted, current in versions)  # on-policy: never stale
+        assert figures["versions"] == figures["batches"] // 2  # one update per round of two
+        assert learner.agent.policy.env_steps == figures["env_steps"] == 8192
+        assert evaluation(learner.agent) >= 100  # random: ~22
+
+
+# ---- failures and bad input ------------------------------------------------------------------
+
+
+class FailingWalk(rl.RandomWalk1D):
+    """Raises on its 40th step."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+
+    def act(self, action):
+        self.steps += 1
+        if self.steps == 40:
+            raise ValueError("the walk broke")
+        super().act(action)
+
+
+def walk_for(seed):
+    return FailingWalk() if seed == worker_seed(0, 1) else rl.RandomWalk1D()
+
+
+def walk_agent(env, seed):
+    return rl.Agent(rl.RandomPolicy(rng=seed),
+                    rl.Trajectory(rl.CircularArraySARTSTraces(capacity=1000)))
+
+
+def test_a_worker_whose_env_raises_stops_the_run_and_the_data_stays_intact(local_ray):
+    pool = WorkerPool(walk_for, walk_agent, workers=2, seed=0)
+    learner = Learner(walk_agent(None, 0), pool, steps_per_batch=5)
+    with learner, pytest.raises(RolloutWorkerError,
+                                match=r"rollout worker 1 .*ValueError: the walk broke"):
+        learner.train(400)
+    assert learner.figures()["per_worker"][1]["env_steps"] < 40 <= learner.env_steps
+    assert learner.env_steps % 5 == 0 and consistent(learner)  # whole batches only
+
+
+def test_unpicklable_factories_are_refused_before_any_worker_starts():
+    lock = threading.Lock()
+
+    def make_env(seed):
+        with lock:
+            return rl.RandomWalk1D()
+
+    started = ray.is_initialized()
+    with pytest.raises(TypeError, match=r"rollout workers 0\.\.2: make_env .* cannot be sent to a "
+                                        r"worker: pickling it raised TypeError: .*lock"):
+        WorkerPool(make_env, walk_agent, workers=3)
+    assert ray.is_initialized() == started  # not even connected
+
+
+def test_an_unreachable_address_is_refused_at_once(local_ray):
+    start = time.perf_counter()
+    with pytest.raises(ConnectionError, match=r"cannot reach the Ray cluster at "
+                                              r"address='127\.0\.0\.1:1'"):
+        WorkerPool(walk_for, walk_agent, workers=1, address="127.0.0.1:1")
+    assert time.perf_counter() - start < 10
+
+
+def test_more_workers_than_cpus_are_refused(local_ray):
+    with pytest.raises(ValueError, match="3 workers of 1.0 CPU each need 3.0 CPUs, the Ray "
+                                         "cluster has 2"):
+        WorkerPool(walk_for, walk_agent, workers=3)
+
+
+# ---- fuller learning runs ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_dqn_cartpole_with_two_workers_reaches_the_single_process_return(local_ray):
+    with learner_for("dqn-cartpole", seed=0, device="cpu", workers=2) as learner:
+        learner.train(50_000)
+        assert evaluation(learner.agent, 20) >= 400
+
+
+@pytest.mark.slow
+def test_ppo_cartpole_with_two_workers_reaches_the_single_process_return(local_ray):
+    config = configure("ppo-cartpole", n_steps=16)  # two workers: rollouts of 2 x 16 x 8 steps
+    with learner_for("ppo-cartpole", config, seed=0, device="cpu", workers=2) as learner:
+        learner.train(100_000)
+        assert evaluation(learner.agent, 20) >= 475
