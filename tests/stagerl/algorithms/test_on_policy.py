@@ -252,3 +252,15 @@ def test_add_gae_and_discounted_returns_on_a_hand_made_rollout():
     assert rollout["return"].tolist() == [[1.5, 3.0], [1.0, 3.5]]
     add_discounted_returns(rollout, gamma=0.5)
     assert rollout["return"].tolist() == [[1.5, 3.0], [1.0, 3.5]]
+
+
+def test_recording_a_step_with_an_action_plan_did_not_return_raises():
+    env = scripted(AutoresetMode.SAME_STEP, (3, 3))
+    agent = rl.Agent(Recorder(always_action_0_and_value_t()), rollout_trajectory(env, 4))
+    env.reset()
+    rl.push(agent, rl.PreEpisodeStage(), env)
+    rl.plan(agent, env)
+    other = np.array([1, 1])
+    env.act(other)
+    with pytest.raises(RuntimeError, match="another action"):
+        rl.push(agent, rl.PostActStage(), env, other)
