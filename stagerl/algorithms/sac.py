@@ -1,0 +1,415 @@
+"""Soft Actor-Critic (SAC) for continuous actions: twin critics with Polyak-averaged targets, a
+tanh-squashed Gaussian policy and an automatically tuned entropy coefficient.
+
+The pieces, in the order a step meets them:
+
+* ``plan``: a sample of the squashed Gaussian at the current state(s), rescaled to the
+  action space's bounds (uniform random actions for the first ``learning_starts`` env steps;
+  ``tanh(mean)`` and no draw at all while ``policy.deterministic``).
+* The Agent records the step (``terminal = env.is_terminated``: a time limit's last transition
+  stays bootstrapped).
+* ``optimise`` at PostAct: whenever the trajectory's controller allows (one sample of
+  ``gradient_steps`` batches every ``train_freq`` transitions once learning has started),
+  :func:`sac_update` on each batch: the soft target, the three losses, one optimiser step,
+  the targets' Polyak step.
+
+Hyper-parameters carry Stable-Baselines3's names and defaults; ``docs/algorithms/sac_td3.md``
+explains the choices. Build an agent with :func:`make_sac_agent`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium
+import numpy as np
+import torch
+from torch import nn
+
+from stagerl.algorithms.continuous import (
+    BoxScale,
+    Critics,
+    check_continuous_env,
+    check_int,
+    check_net_arch,
+    check_number,
+    denormals_flushed,
+    frozen,
+    generator_on,
+    make_replay_trajectory,
+    polyak_update,
+)
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan
+from stagerl.core.policy import Policy
+from stagerl.core.stages import PostActStage
+from stagerl.policies.agent import Agent
+from stagerl.utils.devices import resolve_device
+from stagerl.utils.distributions import diag_gaussian_sample, squashed_diag_gaussian_log_prob
+from stagerl.utils.networks import mlp
+
+__all__ = ["SACConfig", "SACPolicy", "SquashedGaussianActor", "sac_update", "make_sac_agent"]
+
+
+@dataclass
+class SACConfig:
+    """Hyper-parameters of SAC (Stable-Baselines3's names and defaults).
+
+    Steps are env steps (transitions; a vector env takes ``num_envs`` per act).
+
+    Attributes:
+        learning_rate: Adam's step size for the actor, the critics and the entropy coefficient.
+        buffer_size: transitions the replay ring holds (split over a vector env's sub-envs).
+        learning_starts: env steps of uniformly random actions before learning starts.
+        batch_size: transitions per gradient step.
+        tau: the Polyak coefficient: ``target <- (1 - tau) target + tau online`` per step.
+        gamma: the discount.
+        train_freq: env steps between updates.
+        gradient_steps: gradient steps per update.
+        ent_coef: ``"auto"`` learns the entropy coefficient from 1.0, ``"auto_0.1"`` from 0.1;
+            a number (or a numeric string) fixes it.
+        target_entropy: the entropy the learned coefficient aims at; ``"auto"`` is
+            ``-dim(action space)``.
+        net_arch: hidden sizes of the actor's and each critic's MLP.
+        n_critics: critics whose minimum bootstraps the target (2: clipped double Q).
+
+    Example:
+        >>> SACConfig(learning_rate=1e-3).batch_size
+        256
+        >>> SACConfig(ent_coef="often")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: SACConfig: ent_coef must be "auto", ... got ent_coef='often'
+    """
+
+    learning_rate: float = 3e-4
+    buffer_size: int = 1_000_000
+    learning_starts: int = 100
+    batch_size: int = 256
+    tau: float = 0.005
+    gamma: float = 0.99
+    train_freq: int = 1
+    gradient_steps: int = 1
+    ent_coef: Any = "auto"
+    target_entropy: Any = "auto"
+    net_arch: tuple[int, ...] = (256, 256)
+    n_critics: int = 2
+
+    def __post_init__(self) -> None:
+        owner = "SACConfig"
+        for name in ("buffer_size", "batch_size", "train_freq", "gradient_steps", "n_critics"):
+            check_int(owner, name, getattr(self, name), 1)
+        check_int(owner, "learning_starts", self.learning_starts, 0)
+        check_number(owner, "learning_rate", self.learning_rate, 0.0, low_open=True)
+        check_number(owner, "tau", self.tau, 0.0, 1.0, low_open=True)
+        check_number(owner, "gamma", self.gamma, 0.0, 1.0)
+        self.net_arch = check_net_arch(owner, self.net_arch)
+        self.entropy_coefficient()  # raises for a malformed ent_coef
+        if self.target_entropy != "auto":
+            try:
+                float(self.target_entropy)
+            except (TypeError, ValueError):
+                raise ValueError(f'{owner}: target_entropy must be "auto" or a number, got '
+                                 f"target_entropy={self.target_entropy!r}") from None
+
+    def entropy_coefficient(self) -> tuple[float, bool]:
+        """The initial entropy coefficient and whether it is learned."""
+        value = self.ent_coef
+        learned = isinstance(value, str) and (value == "auto" or value.startswith("auto_"))
+        text = ("1.0" if value == "auto" else value[len("auto_"):]) if learned else value
+        try:
+            initial = math.nan if isinstance(text, bool) else float(text)
+        except (TypeError, ValueError):
+            initial = math.nan
+        if not (initial > 0 and math.isfinite(initial)):
+            raise ValueError(f'SACConfig: ent_coef must be "auto", "auto_<initial value>" or a '
+                             f"positive number, got ent_coef={value!r}")
+        return initial, learned
+
+
+class SquashedGaussianActor(nn.Module):
+    """``a = tanh(u)``, ``u ~ N(mean(s), diag(exp(log_std(s))**2))``: an MLP gives the mean and
+    the log standard deviation (clipped to ``[-20, 2]``, as SB3) of every action dimension.
+
+    Example:
+        >>> import torch
+        >>> actor = SquashedGaussianActor(3, 1, (16,))
+        >>> action, log_prob = actor.sample(torch.zeros(4, 3), torch.Generator().manual_seed(0))
+        >>> action.shape, log_prob.shape, bool(action.abs().max() < 1)
+        (torch.Size([4, 1]), torch.Size([4]), True)
+    """
+
+    LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+
+    def __init__(self, state_dim: int, action_dim: int, net_arch: tuple[int, ...]):
+        super().__init__()
+        self.net = mlp(state_dim, net_arch, 2 * action_dim)
+
+    def forward(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = self.net(state).chunk(2, dim=-1)
+        return mean, log_std.clamp(self.LOG_STD_MIN, self.LOG_STD_MAX)
+
+    def sample(self, state: torch.Tensor, generator: torch.Generator | None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparametrised action in ``(-1, 1)`` and its log-probability (the Gaussian's,
+        corrected for the squashing)."""
+        mean, log_std = self(state)
+        pre_tanh = diag_gaussian_sample(mean, log_std, generator)
+        return torch.tanh(pre_tanh), squashed_diag_gaussian_log_prob(mean, log_std, pre_tanh)
+
+
+class SACPolicy(Policy):
+    """SAC's actor, critics, entropy coefficient and their optimiser.
+
+    Build it with :func:`make_sac_agent`, which checks the env and pairs the policy with its
+    replay trajectory. ``policy.actor`` is the :class:`SquashedGaussianActor`,
+    ``policy.critic`` / ``policy.critic_target`` the :class:`~stagerl.algorithms.continuous.Critics`
+    and their Polyak-averaged copy, ``policy.log_ent_coef`` the log of the entropy coefficient,
+    ``policy.optimiser`` one Adam over all of them, ``policy.env_steps`` the env steps acted,
+    ``policy.n_updates`` the gradient steps taken and ``policy.last_update`` the last update's
+    losses, entropy coefficient and targets (detached tensors: keeping them does not wait for
+    the device).
+
+    Args:
+        state_space, action_space: the single env's spaces (a flat ``Box`` each, actions
+            bounded).
+        config: the hyper-parameters.
+        seed: seeds the networks' initialisation, the warm-up actions (numpy) and the action
+            noise (a ``torch.Generator`` on the device).
+        device: where the networks live (``"cpu"``, ``"cuda"``, ``"auto"``).
+
+    Example:
+        >>> import stagerl as rl
+        >>> from stagerl.algorithms.sac import SACConfig, make_sac_agent
+        >>> env = rl.GymEnv("Pendulum-v1", seed=0)
+        >>> agent = make_sac_agent(env, SACConfig(learning_starts=50, net_arch=(16,)), seed=0)
+        >>> _ = rl.run(agent, env, rl.StopAfterNSteps(60, progress=False))
+        >>> agent.policy.env_steps, agent.policy.n_updates     # updates after step 51 on
+        (60, 10)
+    """
+
+    def __init__(self, state_space: gymnasium.spaces.Box, action_space: gymnasium.spaces.Box,
+                 config: SACConfig | None = None, seed: int = 0, device: Any = "cpu"):
+        self.config = config = SACConfig() if config is None else config
+        self.device = resolve_device(device)
+        init_seed, numpy_seed, torch_seed = np.random.SeedSequence(seed).generate_state(3)
+        state_dim, action_dim = int(state_space.shape[0]), int(action_space.shape[0])
+        with torch.random.fork_rng(devices=[]):  # the same networks for a seed, on any device
+            torch.manual_seed(int(init_seed))
+            self.actor = SquashedGaussianActor(state_dim, action_dim, config.net_arch)
+            self.critic = Critics(state_dim, action_dim, config.net_arch, config.n_critics)
+        self.critic_target = Critics(state_dim, action_dim, config.net_arch, config.n_critics)
+        self.critic_target.load_state_dict(self.critic.state_dict())
+        self.critic_target.requires_grad_(False)
+        initial, learned = config.entropy_coefficient()
+        self.learns_ent_coef = learned
+        self.log_ent_coef = nn.Parameter(torch.tensor(math.log(initial)), requires_grad=learned)
+        self.target_entropy = (-float(action_dim) if config.target_entropy == "auto"
+                               else float(config.target_entropy))
+        self.scale = BoxScale(action_space)
+        self._centre = np.asarray((action_space.high + action_space.low) / 2, np.float32)
+        self._half_range = np.asarray((action_space.high - action_space.low) / 2, np.float32)
+        self.state_shape, self.action_shape = tuple(state_space.shape), tuple(action_space.shape)
+        parameters = [*self.actor.parameters(), *self.critic.parameters()]
+        if learned:
+            parameters.append(self.log_ent_coef)
+        self.to(self.device)
+        # One Adam for everything: one fused kernel per step (each loss reaches only its own
+        # parameters, so this is three optimisers' steps at once).
+        self.optimiser = torch.optim.Adam(parameters, lr=config.learning_rate,
+                                          fused=self.device.type in ("cpu", "cuda"))
+        self.rng = np.random.default_rng(int(numpy_seed))
+        self.generator = generator_on(self.device, int(torch_seed))
+        self.env_steps = 0
+        self.n_updates = 0
+        self.last_update: dict[str, torch.Tensor] = {}
+
+    @property
+    def ent_coef(self) -> float:
+        """The entropy coefficient now (reads the device)."""
+        return float(self.log_ent_coef.detach().exp())
+
+    def unit_actions(self, states: np.ndarray) -> np.ndarray:
+        """Actions in ``[-1, 1]`` for a batch of states: sampled, or ``tanh(mean)`` while
+        ``deterministic`` (nothing drawn)."""
+        with torch.no_grad():
+            x = torch.as_tensor(states, dtype=torch.float32, device=self.device)
+            mean, log_std = self.actor(x)
+            if self.deterministic:
+                return torch.tanh(mean).cpu().numpy()
+            return torch.tanh(diag_gaussian_sample(mean, log_std, self.generator)).cpu().numpy()
+
+    def to_env(self, unit_actions: np.ndarray) -> np.ndarray:
+        """Unit actions rescaled to the action space's bounds."""
+        return self._centre + self._half_range * unit_actions
+
+    def to(self, device: Any) -> SACPolicy:
+        device = resolve_device(device)
+        super().to(device)  # networks, buffers, Adam's moments
+        optimiser = getattr(self, "optimiser", None)
+        if optimiser is not None and optimiser.defaults.get("fused"):
+            for state in optimiser.state.values():  # fused Adam keeps its step beside the weights
+                if isinstance(state.get("step"), torch.Tensor):
+                    state["step"] = state["step"].to(device)
+        generator = getattr(self, "generator", None)
+        if generator is not None and generator.device != device:
+            seed = torch.randint(2**62, (), generator=generator, device=generator.device)
+            self.generator = generator_on(device, int(seed))
+        self.device = device
+        return self
+
+    def validate(self, env: Any) -> None:
+        action_space, state_space = check_continuous_env(env, "SAC")
+        if tuple(action_space.shape) != self.action_shape or \
+                tuple(state_space.shape) != self.state_shape:
+            raise ValueError(
+                f"this SAC policy acts on states {self.state_shape} with actions "
+                f"{self.action_shape}, the env has {state_space.shape} and {action_space.shape}; "
+                "build the policy for this env with make_sac_agent(env, ...)")
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "log_ent_coef": self.log_ent_coef.detach().clone(),
+            "optimiser": self.optimiser.state_dict(),
+            "env_steps": self.env_steps,
+            "n_updates": self.n_updates,
+            "rng": self.rng.bit_generator.state,
+            "generator": self.generator.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        with torch.no_grad():
+            self.log_ent_coef.copy_(state["log_ent_coef"])
+        self.optimiser.load_state_dict(state["optimiser"])
+        self.env_steps = int(state["env_steps"])
+        self.n_updates = int(state["n_updates"])
+        self.rng.bit_generator.state = state["rng"]
+        self.generator.set_state(state["generator"])
+
+    def __repr__(self) -> str:
+        changed = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)
+                   if getattr(self.config, f.name) != f.default}
+        settings = "".join(f"{k}={v!r}, " for k, v in changed.items())
+        return f"SACPolicy({settings}device={str(self.device)!r})"
+
+
+# ---- acting ----------------------------------------------------------------------------------
+
+
+@plan.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _plan_sac(policy: SACPolicy, env):
+    # One row per sub-env on a vector env, one state otherwise: one forward pass either way.
+    states = np.asarray(env.state, dtype=np.float32)
+    single = states.ndim == 1
+    if single:
+        states = states[None]
+    if policy.deterministic:  # evaluation: tanh(mean), nothing drawn, no step counted
+        unit = policy.unit_actions(states)
+    else:
+        if policy.env_steps < policy.config.learning_starts:  # warm-up, as SB3: uniform
+            unit = policy.rng.uniform(-1.0, 1.0, (len(states), *policy.action_shape))
+        else:
+            unit = policy.unit_actions(states)
+        policy.env_steps += len(states)
+    actions = policy.to_env(unit).astype(np.float32, copy=False)
+    return actions[0] if single else actions
+
+
+# ---- learning --------------------------------------------------------------------------------
+
+
+@optimise.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _optimise_sac(policy: SACPolicy, stage: PostActStage, trajectory):
+    for batches in trajectory:  # the controller allows gradient_steps batches per train_freq
+        with denormals_flushed(policy.device):
+            for batch in batches:
+                sac_update(policy, {k: torch.as_tensor(v, device=policy.device)
+                                    for k, v in batch.items()})
+
+
+def sac_update(policy: SACPolicy, batch: dict[str, torch.Tensor]) -> None:
+    """One gradient step of SAC on a batch: the soft target, the three losses, one step.
+
+    ``batch`` holds tensors on the policy's device: ``state``, ``action`` (as the env received
+    it), ``reward``, ``next_state``, ``terminal`` (bool). The critics, the actor and the entropy
+    coefficient take their step together, each on its own loss, from the parameters they had
+    before it (the simultaneous update of the original SAC implementation; SB3 steps the critics
+    before computing the actor's loss).
+    """
+    state, next_state, reward = batch["state"], batch["next_state"], batch["reward"]
+    action = policy.scale.to_unit(batch["action"])  # the critics read unit actions
+    # Terminated: nothing beyond. Truncated by a time limit: terminal is False, so bootstrapped.
+    not_terminal = ~batch["terminal"]
+    ent_coef = policy.log_ent_coef.detach().exp()
+
+    # Soft target: r + gamma * (min_i Q'_i(s', a') - ent_coef * log pi(a'|s')),  a' ~ pi(.|s')
+    with torch.no_grad():
+        next_action, next_log_prob = policy.actor.sample(next_state, policy.generator)
+        next_q = policy.critic_target(next_state, next_action).min(dim=0).values
+        target_q = reward + policy.config.gamma * not_terminal * (next_q - ent_coef * next_log_prob)
+
+    # Critics: each regresses on the target (SB3's 0.5 * sum of the critics' mean squared errors)
+    q = policy.critic(state, action)  # (n_critics, batch)
+    critic_loss = 0.5 * (q - target_q).pow(2).mean(dim=1).sum()
+
+    # Actor: ent_coef * log pi(a|s) - min_i Q_i(s, a), a ~ pi(.|s) reparametrised; the frozen
+    # critics pass the gradient on to the action without taking one themselves.
+    new_action, log_prob = policy.actor.sample(state, policy.generator)
+    with frozen(policy.critic):
+        q_new = policy.critic(state, new_action).min(dim=0).values
+    actor_loss = (ent_coef * log_prob - q_new).mean()
+
+    loss = critic_loss + actor_loss
+    policy.last_update = {"target_q": target_q, "critic_loss": critic_loss.detach(),
+                          "actor_loss": actor_loss.detach(), "ent_coef": ent_coef}
+    if policy.learns_ent_coef:
+        # Entropy coefficient: grows while the policy's entropy (-log pi) is below the target.
+        ent_coef_loss = -(policy.log_ent_coef * (log_prob.detach() + policy.target_entropy)).mean()
+        loss = loss + ent_coef_loss
+        policy.last_update["ent_coef_loss"] = ent_coef_loss.detach()
+
+    policy.optimiser.zero_grad(set_to_none=True)
+    loss.backward()  # each term reaches only its own parameters
+    policy.optimiser.step()
+    polyak_update(policy.critic_target, policy.critic, policy.config.tau)
+    policy.n_updates += 1
+
+
+# ---- building --------------------------------------------------------------------------------
+
+
+def make_sac_agent(env: Any, config: SACConfig | None = None, seed: int = 0,
+                   device: Any = "auto") -> Agent:
+    """An ``Agent`` with a :class:`SACPolicy` for ``env`` (single or vector) and its replay
+    trajectory; the env and the settings are checked first.
+
+    Raises ``TypeError`` for a discrete action space (use DQN or PPO) and ``ValueError`` for an
+    unbounded ``Box`` and for ``device="cuda"`` on a machine without CUDA.
+
+    Example:
+        >>> import stagerl as rl
+        >>> agent = make_sac_agent(rl.GymEnv("Pendulum-v1"), SACConfig(net_arch=(16,)),
+        ...                        device="cpu")
+        >>> type(agent.policy).__name__, agent.trajectory.controller.threshold
+        ('SACPolicy', 101)
+    """
+    config = SACConfig() if config is None else config
+    if not isinstance(config, SACConfig):
+        raise TypeError(f"make_sac_agent needs a SACConfig, got {type(config).__name__}")
+    check_int("make_sac_agent", "seed", seed, 0)
+    action_space, state_space = check_continuous_env(env, "SAC")
+    device = resolve_device(device)
+    policy_seed, sampler_seed = np.random.SeedSequence(seed).generate_state(2)
+    policy = SACPolicy(state_space, action_space, config, int(policy_seed), device)
+    trajectory = make_replay_trajectory(
+        state_space, action_space, config.buffer_size, config.batch_size, config.learning_starts,
+        config.train_freq, config.gradient_steps, rng=int(sampler_seed), device=device)
+    return Agent(policy, trajectory)
