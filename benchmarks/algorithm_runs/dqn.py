@@ -2,9 +2,11 @@
 hand-written single-file DQN in CleanRL's style at CleanRL's settings.
 
 For every seed the runs are interleaved (stagerl, SB3, stagerl, hand-written). Each trains for
-the same env steps with the same hyper-parameters; env-steps/s is over training alone; the
-return is the mean of 20 deterministic (greedy) episodes on a separate env (seed + 10,000),
-the same episodes for every contender.
+the same env steps with the same hyper-parameters; env-steps/s is over training alone, per
+second of wall-clock time and per second of the process's CPU time (on a machine that other work
+shares, CPU time is the steadier measure: wall-clock figures move with the load from one run to
+the next); the return is the mean of 20 deterministic (greedy) episodes on a separate env
+(seed + 10,000), the same episodes for every contender.
 
     python benchmarks/algorithms.py --only dqn             # seeds 0 1 2
     DQN_BENCH_THREADS=2 python benchmarks/algorithms.py --only dqn   # torch on two threads
@@ -17,11 +19,12 @@ from __future__ import annotations
 
 import os
 import statistics
+import time
 
 import gymnasium as gym
 import numpy as np
 import torch
-from common import median_ratio, print_table, timed
+from common import median_ratio, print_table
 from torch import nn
 
 import stagerl as rl
@@ -48,25 +51,33 @@ CLEANRL_STEPS = 50_000
 # ---- the contenders -------------------------------------------------------------------------
 
 
-def stagerl_dqn(config: DQNConfig, seed: int, steps: int) -> tuple[float, float]:
-    """(env-steps/s, evaluation return) of stagerl's DQN."""
+def timed(run) -> tuple[float, float]:
+    """Seconds of wall-clock time and of the process's CPU time that ``run()`` took."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    run()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def stagerl_dqn(config: DQNConfig, seed: int, steps: int) -> tuple[float, float, float]:
+    """(env-steps per wall-clock second, per CPU second, evaluation return) of stagerl's DQN."""
     env = rl.GymEnv("CartPole-v1", seed=seed)
     agent = make_dqn_agent(env, config, seed=seed, device="cpu")
-    _, seconds = timed(lambda: rl.run(agent, env, rl.StopAfterNSteps(steps, progress=False)))
+    wall, cpu = timed(lambda: rl.run(agent, env, rl.StopAfterNSteps(steps, progress=False)))
     returns = rl.evaluate(agent, rl.GymEnv("CartPole-v1", seed=seed + EVAL_SEED_OFFSET),
                           EVAL_EPISODES)
-    return steps / seconds, statistics.fmean(returns)
+    return steps / wall, steps / cpu, statistics.fmean(returns)
 
 
-def sb3_dqn(seed: int, steps: int, settings: dict) -> tuple[float, float]:
-    """(env-steps/s, evaluation return) of Stable-Baselines3's DQN."""
+def sb3_dqn(seed: int, steps: int, settings: dict) -> tuple[float, float, float]:
+    """(env-steps per wall-clock second, per CPU second, evaluation return) of
+    Stable-Baselines3's DQN."""
     from stable_baselines3 import DQN
 
     model = DQN("MlpPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=list(RL_ZOO_NET)),
                 seed=seed, device="cpu", verbose=0, **settings)
-    _, seconds = timed(lambda: model.learn(steps))
+    wall, cpu = timed(lambda: model.learn(steps))
     act = lambda obs: int(model.predict(obs, deterministic=True)[0])  # noqa: E731
-    return steps / seconds, greedy_return(act, seed)
+    return steps / wall, steps / cpu, greedy_return(act, seed)
 
 
 def greedy_return(act, seed: int) -> float:
@@ -91,13 +102,13 @@ def handwritten_dqn(seed: int, total_timesteps: int = CLEANRL_STEPS,
                     batch_size: int = 128, exploration_initial_eps: float = 1.0,
                     exploration_final_eps: float = 0.05, exploration_fraction: float = 0.5,
                     learning_starts: int = 10_000, train_freq: int = 10,
-                    gradient_steps: int = 1) -> tuple[float, float]:
+                    gradient_steps: int = 1) -> tuple[float, float, float]:
     """A single-file DQN as CleanRL writes it (a numpy ring, a torch forward per greedy act,
     MSE loss, plain Adam), doing the work stagerl does at these settings: uniform actions
     before ``learning_starts``, the ε schedule over ``exploration_fraction`` of the run,
     training every ``train_freq`` steps after it, a hard target copy every
-    ``target_update_interval`` steps (before that step's training). Returns (env-steps/s,
-    evaluation return)."""
+    ``target_update_interval`` steps (before that step's training). Returns (env-steps per
+    wall-clock second, per CPU second, evaluation return)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     env = gym.make("CartPole-v1")
@@ -155,13 +166,13 @@ def handwritten_dqn(seed: int, total_timesteps: int = CLEANRL_STEPS,
                 for _ in range(gradient_steps):
                     train()
 
-    _, seconds = timed(train_loop)
+    wall, cpu = timed(train_loop)
 
     def act(obs: np.ndarray) -> int:
         with torch.no_grad():
             return int(q_network(torch.from_numpy(obs)).argmax())
 
-    return total_timesteps / seconds, greedy_return(act, seed)
+    return total_timesteps / wall, total_timesteps / cpu, greedy_return(act, seed)
 
 
 # ---- the section ----------------------------------------------------------------------------
@@ -173,39 +184,43 @@ def main(seeds: list[int], quick: bool) -> int:
     zoo = DQNConfig(**RL_ZOO, net_arch=RL_ZOO_NET, total_timesteps=zoo_steps)
     clean = DQNConfig(**CLEANRL, net_arch=CLEANRL_NET, max_grad_norm=None, loss="mse",
                       total_timesteps=clean_steps)
-    clean_settings = {k: v for k, v in CLEANRL.items()}
-    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in ("ours", "sb3", "ours_c", "hand")}
+    runs: dict[str, list[tuple[float, float, float]]] = {
+        k: [] for k in ("ours", "sb3", "ours_c", "hand")}
     for seed in seeds:
         runs["ours"].append(stagerl_dqn(zoo, seed, zoo_steps))
         runs["sb3"].append(sb3_dqn(seed, zoo_steps, RL_ZOO))
         runs["ours_c"].append(stagerl_dqn(clean, seed, clean_steps))
-        runs["hand"].append(handwritten_dqn(seed, clean_steps, **clean_settings))
+        runs["hand"].append(handwritten_dqn(seed, clean_steps, **CLEANRL))
         print(f"  seed {seed}: " + ", ".join(
-            f"{k} {v[-1][0]:,.0f} steps/s return {v[-1][1]:.1f}" for k, v in runs.items()),
-            flush=True)
+            f"{k} {v[-1][0]:,.0f} steps/s ({v[-1][1]:,.0f} per CPU-s) return {v[-1][2]:.1f}"
+            for k, v in runs.items()), flush=True)
 
-    def speed(key: str) -> list[float]:
-        return [s for s, _ in runs[key]]
+    def column(key: str, i: int) -> list[float]:
+        return [run[i] for run in runs[key]]
 
     def returns(key: str) -> str:
-        return " ".join(f"{r:.0f}" for _, r in runs[key])
+        return " ".join(f"{r:.0f}" for r in column(key, 2))
 
     title = (f"DQN on CartPole-v1, seeds {seeds}, torch threads {torch.get_num_threads()}"
-             f"{' (quick)' if quick else ''}: env-steps/s (median) and evaluation returns "
-             f"({EVAL_EPISODES} greedy episodes per seed)")
-    zoo_ratio = median_ratio(speed("ours"), speed("sb3"))
-    clean_ratio = median_ratio(speed("ours_c"), speed("hand"))
-    print_table(title, ["run", "steps", "env-steps/s", "ratio", "returns per seed"], [
-        ["stagerl, RL-Zoo settings", zoo_steps, statistics.median(speed("ours")), zoo_ratio,
-         returns("ours")],
-        ["Stable-Baselines3, RL-Zoo settings", zoo_steps, statistics.median(speed("sb3")), 1.0,
-         returns("sb3")],
-        ["stagerl, CleanRL settings", clean_steps, statistics.median(speed("ours_c")),
-         clean_ratio, returns("ours_c")],
-        ["hand-written loop, CleanRL settings", clean_steps, statistics.median(speed("hand")),
-         1.0, returns("hand")],
-    ])
-    print(f"budgets: >= 1.5x SB3: {zoo_ratio:.2f}x ({'met' if zoo_ratio >= 1.5 else 'NOT met'});"
-          f" >= 0.9x the hand-written loop: {clean_ratio:.2f}x "
-          f"({'met' if clean_ratio >= 0.9 else 'NOT met'})")
+             f"{' (quick)' if quick else ''}: env-steps/s (medians; ratios: medians of per-seed "
+             f"ratios) and evaluation returns ({EVAL_EPISODES} greedy episodes per seed)")
+    rows = []
+    for ours, peer, name, peer_name, steps in (
+            ("ours", "sb3", "stagerl, RL-Zoo settings", "Stable-Baselines3, RL-Zoo settings",
+             zoo_steps),
+            ("ours_c", "hand", "stagerl, CleanRL settings", "hand-written loop, CleanRL settings",
+             clean_steps)):
+        wall_ratio = median_ratio(column(ours, 0), column(peer, 0))
+        cpu_ratio = median_ratio(column(ours, 1), column(peer, 1))
+        rows.append([name, steps, statistics.median(column(ours, 0)), wall_ratio,
+                     statistics.median(column(ours, 1)), cpu_ratio, returns(ours)])
+        rows.append([peer_name, steps, statistics.median(column(peer, 0)), 1.0,
+                     statistics.median(column(peer, 1)), 1.0, returns(peer)])
+    print_table(title, ["run", "steps", "steps/s", "ratio", "steps/CPU-s", "ratio",
+                        "returns per seed"], rows)
+    zoo_ratio, clean_ratio = rows[0][5], rows[2][5]
+    print(f"budgets (CPU-time ratios): >= 1.5x SB3: {zoo_ratio:.2f}x "
+          f"({'met' if zoo_ratio >= 1.5 else 'NOT met'}); >= 0.9x the hand-written loop: "
+          f"{clean_ratio:.2f}x ({'met' if clean_ratio >= 0.9 else 'NOT met'}); wall-clock "
+          f"ratios {rows[0][3]:.2f}x and {rows[2][3]:.2f}x")
     return 0

@@ -102,7 +102,7 @@ class DQNPolicy(rl.Policy):
             decay_steps=decay, break_ties=False, rng=rng)
         self.env_steps = 0
         self.target_updates = 0  # env_steps // target_update_interval at the last update
-        self.updated = False  # a gradient step since the last target update
+        self.changed_since_sync = False  # a gradient step since the last target update
         self.acting_network = NumpyQNetwork.of(network)  # None: act through torch
         self._acting_stale = False
         self._frames = {False: FrameStack(config.stack_size), True: FrameStack(config.stack_size)}
@@ -162,22 +162,22 @@ class DQNPolicy(rl.Policy):
     def update_target_if_due(self) -> None:
         due = self.env_steps // self.config.target_update_interval
         if due > self.target_updates and self.target is not None and (
-                self.updated or self.config.tau < 1.0):  # a copy of an unchanged network: none
+                self.changed_since_sync or self.config.tau < 1.0):  # no copy of the same weights
             self.q.sync()  # tau = 1: a copy; tau < 1: target <- (1 - tau) target + tau online
-            self.updated = False
+            self.changed_since_sync = False
         self.target_updates = due
 
     def state_dict(self) -> dict[str, Any]:
         return {"q": self.q.state_dict(), "explorer": self.explorer.state_dict(),
                 "env_steps": self.env_steps, "target_updates": self.target_updates,
-                "updated": self.updated}
+                "changed_since_sync": self.changed_since_sync}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.q.load_state_dict(state["q"])
         self.explorer.load_state_dict(state["explorer"])
         self.env_steps = int(state["env_steps"])
         self.target_updates = int(state["target_updates"])
-        self.updated = bool(state["updated"])
+        self.changed_since_sync = bool(state["changed_since_sync"])
         self._acting_stale = True
         for frames in self._frames.values():
             frames.start()
@@ -358,7 +358,7 @@ def dqn_update(policy: DQNPolicy, batch: dict, target: torch.Tensor | None = Non
     if policy.config.max_grad_norm is not None:
         clip_grad_norm(parameters, policy.config.max_grad_norm)
     policy.q.optimiser.step()
-    policy.updated = True
+    policy.changed_since_sync = True
     policy.loss = loss.detach()  # for logging; reading it waits for the device
     if weight is None:
         return None
