@@ -9,10 +9,11 @@ it never acts itself. ``on_policy(policy)`` says whether the policy may only lea
 acted with its current weights.
 
 The defaults: ``get_weights`` is ``policy.state_dict()`` and ``set_weights`` its
-``load_state_dict``; ``set_env_steps`` does nothing; ``on_policy`` is False. A policy whose
-``state_dict`` carries rng states, optimiser moments or counters that workers must not share
-defines its own methods, as :mod:`stagerl.distributed.adapters` does for the DQN family and the
-on-policy algorithms::
+``load_state_dict`` (tabular Q policies send their table only); ``set_env_steps`` does
+nothing; ``on_policy`` is False. A policy whose ``state_dict`` carries rng states, optimiser
+moments or counters that workers must not share (every worker would then draw the same random
+numbers) defines its own methods, as :mod:`stagerl.distributed.adapters` does for the DQN
+family and the on-policy algorithms::
 
     @stagerl.distributed.get_weights.dispatch
     def get_weights(policy: MyPolicy):
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, dispatch
 from stagerl.core.policy import Policy
+from stagerl.policies.q_based import QBasedPolicy
 
 __all__ = ["get_weights", "set_weights", "set_env_steps", "on_policy"]
 
@@ -74,3 +76,16 @@ def _set_env_steps_default(policy: Policy, env_steps):
 @on_policy.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _on_policy_default(policy: Policy):
     return False
+
+
+# ---- tabular Q: the table; each worker keeps its own explorer (counters and rng) -------------
+
+
+@get_weights.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _get_weights_q_based(policy: QBasedPolicy):
+    return {"table": policy.learner.state_dict()["table"]}
+
+
+@set_weights.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _set_weights_q_based(policy: QBasedPolicy, weights, env_steps, env):
+    policy.learner.load_state_dict({"table": weights["table"]})
