@@ -287,3 +287,27 @@ def test_on_policy_workers_take_the_model_and_keep_their_own_rng():
     for a, b in zip(worker.model.parameters(), learner.model.parameters(), strict=True):
         assert torch.equal(a, b)
     assert worker.rng.bit_generator.state == rng_before and on_policy(learner)
+
+
+def test_tabular_q_workers_take_the_table_and_keep_their_explorer():
+    def q_policy(seed):
+        return rl.QBasedPolicy(rl.TDLearner(rl.TabularQApproximator(7, 2), lr=0.5),
+                               rl.EpsilonGreedyExplorer(0.1, rng=seed))
+
+    learner, worker = q_policy(1), q_policy(2)
+    learner.learner.approximator.table[3, 1] = 0.75
+    explorer_before = worker.explorer.state_dict()
+    weights = get_weights(learner)
+    assert sorted(weights) == ["table"]
+    set_weights(worker, weights, 100, rl.RandomWalk1D())
+    assert worker.learner.approximator.table[3, 1] == 0.75
+    assert worker.explorer.state_dict() == explorer_before
+
+
+def test_the_examples_of_docs_distributed_run():
+    import doctest
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[3] / "docs" / "distributed.md"
+    failures, tried = doctest.testfile(str(page), module_relative=False)
+    assert tried > 0 and failures == 0
