@@ -16,6 +16,7 @@ Measured gain: an `EpisodesBuffer` step of CartPole SARTS transitions (capacity 
 
 from __future__ import annotations
 
+import operator
 from functools import partial
 
 import numpy as np
@@ -45,6 +46,11 @@ def push_body(writes, pads, leads, others):
     bufs = [b for _, b in writes] + list(pads)
     if not all(type(b) is CircularArrayBuffer for b in bufs):
         return None
+    # Only ints and exact strings are written into the source (a buffer restored from a file
+    # must not smuggle code in through a capacity or a trace name).
+    if not all(type(name) is str for name, _ in writes):
+        return None
+    caps = {id(b): (operator.index(b._cap), operator.index(b._P)) for b in [*bufs, *leads]}
     ns = {"ndarray": np.ndarray, "others": others}
     lines = []
     for j, (name, b) in enumerate(writes):
@@ -67,19 +73,20 @@ def push_body(writes, pads, leads, others):
     # Every value is valid now: nothing below can raise.
     for j, lead in enumerate(leads):
         ns[f"lead{j}"] = lead
-    full = " or ".join(f"lead{j}._len == {lead._cap}" for j, lead in enumerate(leads))
+    full = " or ".join(f"lead{j}._len == {caps[id(lead)][0]}" for j, lead in enumerate(leads))
     lines.append(f"    evict = {full or 'False'}")
     for j, b in enumerate(bufs):
         ns[f"b{j}"], ns[f"d{j}"] = b, b._data
+        cap, period = caps[id(b)]
         value = f"x{j}" if j < len(writes) else "0"
         lines += [
             f"    b = b{j}",
             "    t = b._tail",
             f"    d{j}[t] = {value}",
-            f"    b._tail = 0 if t + 1 == {b._P} else t + 1",
+            f"    b._tail = 0 if t + 1 == {period} else t + 1",
             "    n = b._len",
-            f"    if (evict or n == {b._cap}) and n:",
-            f"        b._start = 0 if b._start + 1 == {b._P} else b._start + 1",
+            f"    if (evict or n == {cap}) and n:",
+            f"        b._start = 0 if b._start + 1 == {period} else b._start + 1",
             "    else:",
             "        b._len = n + 1",
         ]
