@@ -8,8 +8,8 @@ Three sections, each run side by side in one process on one local Ray instance
    the same steps cost in one process is the overhead of a batch (request, weights, handover,
    transfer, insertion);
 2. DQN on CartPole (``dqn-cartpole``): one process against 1 and 2 workers;
-3. PPO on CartPole (``ppo-cartpole``; with workers, a round of updates learns from every
-   worker's rollout, so ``n_steps`` is divided by the workers to keep the update size).
+3. PPO on CartPole (``ppo-cartpole``; with workers, an update learns from every worker's
+   rollout of ``n_steps`` per sub-env: W times the transitions of one process).
 
 Steps/s is training time only: the workers' start (a process each, importing torch) is shown
 apart. Run it alone (timings): ``flock /tmp/stagerl-timing.lock python benchmarks/distributed.py
@@ -161,10 +161,11 @@ def ppo(seeds, quick):
     steps = 40_000 if quick else 100_000
 
     def config_for(workers, steps):
-        return configure("ppo-cartpole", steps=steps, n_steps=32 // workers)
+        return configure("ppo-cartpole", steps=steps)
 
     learning("ppo-cartpole", seeds, steps, config_for,
-             "PPO, CartPole-v1, RL-Zoo settings (n_steps = 32 / workers)")
+             "PPO, CartPole-v1, RL-Zoo settings (with W workers an update learns from W "
+             "rollouts of 32 x 8 steps)")
 
 
 def main() -> None:

@@ -172,6 +172,8 @@ class RolloutWorker:
         """
         if self._failure is not None:
             raise self._failure
+        if self._thread is not None and not self._thread.is_alive():
+            raise RuntimeError(f"rollout worker {self.worker} was closed; build a new one")
         acts = self.acts_for(steps)
         # Each act adds at most two states to a lane (a step, and a new episode's first state).
         if 2 * acts + 1 > self.lane_capacity:

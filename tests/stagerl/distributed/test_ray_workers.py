@@ -165,7 +165,7 @@ def test_dqn_cartpole_with_two_workers_reaches_the_single_process_return(local_r
 
 @pytest.mark.slow
 def test_ppo_cartpole_with_two_workers_reaches_the_single_process_return(local_ray):
-    config = configure("ppo-cartpole", n_steps=16)  # two workers: rollouts of 2 x 16 x 8 steps
+    config = configure("ppo-cartpole")  # two workers: updates on 2 rollouts of 32 x 8 steps
     with learner_for("ppo-cartpole", config, seed=0, device="cpu", workers=2) as learner:
         learner.train(100_000)
         assert evaluation(learner.agent, 20) >= 475
