@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stagerl.checkpoints import files
+import stagerl.checkpoints.files as files
 from stagerl.checkpoints.graph import encode
 from stagerl.checkpoints.rebuild import rebuild
 from stagerl.checkpoints.registry import CheckpointError

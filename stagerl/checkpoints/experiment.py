@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from stagerl.checkpoints import api, files
+import stagerl.checkpoints.api as api
+import stagerl.checkpoints.files as files
 from stagerl.checkpoints.graph import encode
 from stagerl.checkpoints.hook import Checkpoint
 from stagerl.checkpoints.registry import CheckpointError
@@ -177,7 +178,7 @@ class ResumableExperiment(Experiment):
             "position": {"stopped": bool(stopped)},
             "globals": global_state(),
         }
-        encoded = encode(root, label="experiment")
+        encoded = encode(root, label="experiment", parts=True)
         described = api.describe(self.policy, self.env)
         described.update(api.jsonable(summary), stopped=bool(stopped))
         manifest = api.manifest_for("experiment", described, encoded.types, self.info)

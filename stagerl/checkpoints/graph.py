@@ -53,14 +53,15 @@ class Encoded:
         self.tree, self.tensors, self.types = tree, tensors, sorted(type_names)
 
 
-def encode(obj: Any, label: str = "obj") -> Encoded:
+def encode(obj: Any, label: str = "obj", parts: bool = False) -> Encoded:
     """``obj`` as data; :class:`CheckpointError` (naming where ``obj`` holds it) for anything
     that is not: an unregistered class, a function, an open file, a lock...
 
-    ``label`` names ``obj`` in messages (``agent``: ``agent.policy.rng``...).
+    ``label`` names ``obj`` in messages (``agent``: ``agent.policy.rng``...); with ``parts``,
+    the keys of a dict ``obj`` are named as its attributes (``experiment.env``).
     """
     encoder = _Encoder()
-    tree = encoder.value(obj, label)
+    tree = encoder.value(obj, label, attributes=parts)
     encoder.drop_unused_ids(tree)
     return Encoded(tree, encoder.tensors, encoder.type_names)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stagerl.checkpoints import files
+import stagerl.checkpoints.files as files
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
 from stagerl.core.episodes import Episode, EpisodeHook
 from stagerl.core.stages import PostActStage, PreExperimentStage
