@@ -32,6 +32,7 @@ from torch import nn
 from stagerl.algorithms.continuous import (
     BoxScale,
     Critics,
+    InplaceReLU,
     check_continuous_env,
     check_int,
     check_net_arch,
@@ -145,7 +146,7 @@ class SquashedGaussianActor(nn.Module):
 
     def __init__(self, state_dim: int, action_dim: int, net_arch: tuple[int, ...]):
         super().__init__()
-        self.net = mlp(state_dim, net_arch, 2 * action_dim)
+        self.net = mlp(state_dim, net_arch, 2 * action_dim, activation=InplaceReLU)
 
     def forward(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mean, log_std = self.net(state).chunk(2, dim=-1)

@@ -35,6 +35,7 @@ from torch import nn
 from stagerl.algorithms.continuous import (
     BoxScale,
     Critics,
+    InplaceReLU,
     check_continuous_env,
     check_int,
     check_net_arch,
@@ -168,7 +169,8 @@ class TD3Policy(Policy):
         state_dim, action_dim = int(state_space.shape[0]), int(action_space.shape[0])
         with torch.random.fork_rng(devices=[]):  # the same networks for a seed, on any device
             torch.manual_seed(int(init_seed))
-            self.actor = nn.Sequential(mlp(state_dim, config.net_arch, action_dim), nn.Tanh())
+            self.actor = nn.Sequential(
+                mlp(state_dim, config.net_arch, action_dim, activation=InplaceReLU), nn.Tanh())
             self.critic = Critics(state_dim, action_dim, config.net_arch, config.n_critics)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)

@@ -358,9 +358,10 @@ def test_learns_on_cuda_and_moves_back_and_forth():
 
 def test_learns_pendulum_clearly_above_random_in_a_few_thousand_steps():
     # Random actions score about -1,200 on Pendulum-v1.
-    summary = experiments.run("sac-pendulum", steps=2_500, seed=0, device="cpu",
+    # Measured: -119, -172, -140 for seeds 0, 1, 2 (a 64-64 MLP, 5k steps, ~10 s on one core).
+    summary = experiments.run("sac-pendulum", steps=5_000, seed=0, device="cpu",
                               progress=False, net_arch=(64, 64))
-    assert summary["eval_return_mean"] > -600
+    assert summary["eval_return_mean"] > -400
 
 
 @pytest.mark.slow

@@ -280,7 +280,9 @@ def test_learns_on_cuda_and_moves_to_the_cpu():
 
 def test_learns_pendulum_clearly_above_random_in_a_few_thousand_steps():
     # Random actions score about -1,200 on Pendulum-v1.
-    summary = experiments.run("td3-pendulum", steps=3_000, seed=0, device="cpu", progress=False,
+    # Measured: -130, -367, -332 for seeds 0, 1, 2 (a 64-64 MLP, 1k random steps then 5k
+    # updates, ~8 s on one core).
+    summary = experiments.run("td3-pendulum", steps=6_000, seed=0, device="cpu", progress=False,
                               learning_starts=1_000, net_arch=(64, 64))
     assert summary["eval_return_mean"] > -600
 
