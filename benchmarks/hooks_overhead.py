@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -91,28 +92,35 @@ _NO_HOOKS = ("import sys, stagerl.experiments as e; s = sys.argv[2]; "
              "e.run(sys.argv[1], steps=None if s == 'default' else int(s), progress=False)")
 
 
+def _child(args: list[str], env: dict) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of a child process running ``args``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(args, check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
 def whole_run(experiment: str, steps: int | None, repetitions: int) -> None:
     steps_args = [] if steps is None else ["--steps", str(steps)]
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     hooked, bare = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repetitions):
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "stagerl", "run", experiment, *steps_args,
-                            "--logdir", str(Path(tmp) / f"run{i}")], check=True, cwd=ROOT,
-                           env=env, stdout=subprocess.DEVNULL)
-            hooked.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", _NO_HOOKS, experiment,
-                            "default" if steps is None else str(steps)],
-                           check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-            bare.append(time.perf_counter() - start)
-    h, b = statistics.median(hooked), statistics.median(bare)
+            hooked.append(_child([sys.executable, "-m", "stagerl", "run", experiment,
+                                  *steps_args, "--logdir", str(Path(tmp) / f"run{i}")], env))
+            bare.append(_child([sys.executable, "-c", _NO_HOOKS, experiment,
+                                "default" if steps is None else str(steps)], env))
     print(f"\nPart 2: {experiment} ({'its own steps' if steps is None else f'{steps:,} steps'})"
           f", whole process, median of {repetitions} interleaved runs")
-    print(f"  stagerl run (default hooks): {h:7.2f} s   {[round(x, 2) for x in hooked]}")
-    print(f"  no hooks:                    {b:7.2f} s   {[round(x, 2) for x in bare]}")
-    print(f"  ratio: {h / b:.3f}  ({(h / b - 1) * 100:+.1f}% wall time)")
+    for i, what in enumerate(("wall", "CPU")):
+        h = statistics.median(x[i] for x in hooked)
+        b = statistics.median(x[i] for x in bare)
+        print(f"  {what:>4} s: stagerl run (default hooks) {h:7.2f} "
+              f"{[round(x[i], 1) for x in hooked]}, no hooks {b:7.2f} "
+              f"{[round(x[i], 1) for x in bare]}, ratio {h / b:.3f} ({(h / b - 1) * 100:+.1f}%)")
 
 
 def main() -> int:

@@ -262,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         name = f"stagerl {argv[0]}" if command is not None else "stagerl"
         print(f"{name}: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # before a run started (a run reports its own)
+        print("stagerl: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -83,3 +83,33 @@ def test_a_copy_made_mid_run_continues_as_the_original():
         results.append((h.env_step, h.episodes, h.calls))
     assert results[0] == results[1] == results[2]
     assert results[0][0] == 80
+
+
+def test_every_logger_hook_pickles_and_deep_copies_before_and_after_a_run(tmp_path):
+    from stagerl.logging import (
+        ConsoleSummary,
+        CSVLogger,
+        Evaluate,
+        PlotLearningCurve,
+        ProgressBar,
+        TensorBoardLogger,
+    )
+
+    def hooks():
+        return [CSVLogger(tmp_path / "csv"), TensorBoardLogger(tmp_path / "tb"),
+                ProgressBar(total=100), ConsoleSummary(every_n_steps=1000, file=None),
+                PlotLearningCurve(None), Evaluate(50, 2, rl.RandomWalk1D())]
+
+    def run(hook):
+        rl.run(rl.RandomPolicy(rng=0), rl.RandomWalk1D(), rl.StopAfterNSteps(100, progress=False),
+               hook)
+
+    for original in hooks():
+        for copied in (pickle.loads(pickle.dumps(original)), copy.deepcopy(original)):
+            assert type(copied) is type(original)
+        run(original)
+        copies = [pickle.loads(pickle.dumps(original)), copy.deepcopy(original)]
+        for hook in (original, *copies):
+            run(hook)
+        counted = [h.env_step for h in (original, *copies)]
+        assert counted == [200, 200, 200], type(original).__name__
