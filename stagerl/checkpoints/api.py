@@ -77,7 +77,9 @@ def load(path: str | Path, *, map_location: Any = None, expect: dict | None = No
     Agent); loading builds only registered components and runs nothing named in the file.
 
     ``path`` may also be a directory of checkpoints or a log directory: its newest checkpoint
-    is loaded. ``map_location`` moves tensors (``"cpu"`` for a checkpoint written on a GPU).
+    is loaded. ``map_location`` (``"cpu"`` for a checkpoint written on a GPU) moves the tensors
+    there and calls the policy's ``to`` (a torch generator of another kind of device starts a new
+    stream, seeded from its saved state).
     ``expect`` names what the checkpoint must hold, checked before anything is built:
     ``{"policy": "DQNPolicy", "env_id": "CartPole-v1", "experiment": "dqn-cartpole"}`` (a
     policy matches its class name or a base class's).
@@ -96,6 +98,10 @@ def load(path: str | Path, *, map_location: Any = None, expect: dict | None = No
 def read(path: str | Path, *, map_location: Any = None,
          expect: dict | None = None) -> tuple[dict, Any]:
     """``(manifest, root object)`` of the checkpoint at (or newest under) ``path``."""
+    if map_location is not None and not isinstance(map_location, str) and \
+            type(map_location).__name__ != "device":
+        raise TypeError(f"map_location must be a device name such as 'cpu' or a torch.device, "
+                        f"got {map_location!r}")
     path = files.find(path)
     manifest = files.read_manifest(path)
     check_expected(path, manifest, expect)
@@ -108,7 +114,17 @@ def read(path: str | Path, *, map_location: Any = None,
         raise CheckpointError(f"{path}: malformed checkpoint ({type(error).__name__}: "
                               f"{' '.join(str(error).split())[:200]}){_version_note(manifest)}"
                               ) from None
+    if map_location is not None:
+        _move(obj, map_location)
     return manifest, obj
+
+
+def _move(obj: Any, device: Any) -> None:
+    """Tell the policy (an experiment's too) that its tensors now live on ``device``: its
+    ``to`` moves what the file did not (a device attribute, generators, acting copies)."""
+    policy = obj.get("policy") if isinstance(obj, dict) else obj
+    if isinstance(policy, Policy):
+        policy.to(device)
 
 
 def _version_note(manifest: dict) -> str:

@@ -248,13 +248,15 @@ def _stop_after(stop: Any, steps: Any, path: Path) -> StopAfterNSteps:
 
 def global_state() -> dict:
     """numpy's and Python's global random states and, once torch is imported, torch's CPU
-    generator state and thread count."""
+    generator state and thread count (and its CUDA generators' states once CUDA is in use)."""
     state: dict[str, Any] = {"numpy": np.random.get_state(legacy=False),
                              "python": random.getstate()}
     torch = sys.modules.get("torch")
     if torch is not None:
         state["torch"] = torch.get_rng_state()
         state["torch_threads"] = torch.get_num_threads()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            state["torch_cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
@@ -267,6 +269,10 @@ def restore_global_state(state: dict) -> None:
             import torch
 
             torch.set_rng_state(state["torch"])
+            cuda = state.get("torch_cuda")
+            if cuda is not None and torch.cuda.is_available() and \
+                    len(cuda) == torch.cuda.device_count():
+                torch.cuda.set_rng_state_all(cuda)
             threads = state.get("torch_threads")
             if isinstance(threads, int) and threads > 0 and threads != torch.get_num_threads():
                 torch.set_num_threads(threads)

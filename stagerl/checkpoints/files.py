@@ -165,8 +165,10 @@ def read(path: str | Path, map_location: Any = None) -> tuple[dict, Any, dict]:
     try:
         tensors = torch.load(path / TENSORS, map_location=map_location, weights_only=True)
     except Exception as error:  # weights_only refusals, zip errors, devices missing
+        hint = "; it was written on a GPU: pass map_location='cpu'" if "CUDA" in str(error) \
+            and map_location is None else ""
         raise CheckpointError(f"{path / TENSORS} cannot be read as plain tensors: "
-                              f"{_first_line(error)}") from None
+                              f"{_first_line(error)}{hint}") from None
     if not isinstance(tensors, dict) or not all(
             type(k) is str and isinstance(v, torch.Tensor) for k, v in tensors.items()):
         raise CheckpointError(f"{path / TENSORS} does not hold a flat dict of tensors")

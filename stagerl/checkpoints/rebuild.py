@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import hashlib
 import pathlib
 import random
 import re
@@ -332,16 +333,17 @@ class _Rebuilder:
         import torch
 
         device = torch.device(self._device({"device": node["torch_generator"]}, None))
-        if device.type != "cpu" and self.map_location is not None:
-            raise CheckpointError(f"a torch generator on {device} cannot be moved (its state "
-                                  "is that device's kind of generator); load without "
-                                  "map_location on a machine with that device")
-        state = self.tensor_at(node["state"])
+        state = self.tensor_at(node["state"]).cpu()
         if state.dtype != torch.uint8:
             raise CheckpointError("malformed checkpoint: a generator state must be bytes")
+        target = device if self.map_location is None else torch.device(self.map_location)
+        if target.type != device.type:
+            # A CUDA generator's state means nothing to a CPU one: a new stream, seeded from it.
+            seed = int.from_bytes(hashlib.sha256(state.numpy().tobytes()).digest()[:8], "big")
+            return self.keep(node_id, torch.Generator(device=target).manual_seed(seed >> 1))
         generator = torch.Generator(device=device)
         try:
-            generator.set_state(state.cpu())
+            generator.set_state(state)
         except RuntimeError as error:
             raise CheckpointError(f"malformed checkpoint: generator state ({error})") from None
         return self.keep(node_id, generator)

@@ -42,6 +42,25 @@ SETUPS = {
         "num_envs": 4, "n_steps": 16, "batch_size": 32, "n_epochs": 2}},
     "sac": {"experiment": "sac-pendulum", "steps": 400, "k": 333, "overrides": {
         "net_arch": (32, 32), "buffer_size": 300, "learning_starts": 100, "batch_size": 32}},
+    # every other named experiment (the slow tests)
+    "sac-vector": {"experiment": "sac-pendulum", "steps": 400, "k": 334, "overrides": {
+        "net_arch": (32, 32), "buffer_size": 150, "learning_starts": 100, "batch_size": 32,
+        "num_envs": 2}},
+    "rainbow": {"experiment": "rainbow-cartpole", "steps": 800, "k": 501, "overrides": {
+        "buffer_size": 300, "learning_starts": 200}},
+    "dqn-acrobot": {"experiment": "dqn-acrobot", "steps": 800, "k": 333, "overrides": {
+        "learning_starts": 200, "buffer_size": 300, "net_arch": (32,)}},
+    "a2c": {"experiment": "a2c-cartpole", "steps": 600, "k": 4 * 21, "overrides": {
+        "num_envs": 4}},
+    "vpg": {"experiment": "vpg-cartpole", "steps": 1500, "k": 4 * 101, "overrides": {
+        "num_envs": 4}},
+    "trpo": {"experiment": "trpo-cartpole", "steps": 1200, "k": 4 * 37, "overrides": {}},
+    "ppo-pendulum": {"experiment": "ppo-pendulum", "steps": 1200, "k": 4 * 37, "overrides": {
+        "num_envs": 4, "n_steps": 64, "batch_size": 64, "n_epochs": 2}},
+    "td3": {"experiment": "td3-pendulum", "steps": 400, "k": 333, "overrides": {
+        "net_arch": (32, 32), "buffer_size": 300, "learning_starts": 100, "batch_size": 32}},
+    "ddpg": {"experiment": "ddpg-pendulum", "steps": 400, "k": 333, "overrides": {
+        "net_arch": (32, 32), "buffer_size": 300, "learning_starts": 100, "batch_size": 32}},
 }
 EVAL_EPISODES = 3
 

@@ -313,3 +313,36 @@ def test_the_manifest_says_what_the_checkpoint_holds(tmp_path):
     assert manifest["info"] == {"seed": 0}
     assert "torch.optim.adam.Adam" in manifest["types"]
     assert set(manifest["files"]) == {"objects.json", "tensors.pt"}
+
+
+def _sac_agent(device):
+    from stagerl.algorithms.sac import SACConfig, make_sac_agent
+
+    env = rl.GymEnv("Pendulum-v1", seed=0)
+    config = SACConfig(net_arch=(8,), learning_starts=10, batch_size=4, buffer_size=50)
+    agent = make_sac_agent(env, config, seed=0, device=device)
+    rl.run(agent, env, rl.StopAfterNSteps(30, progress=False))
+    return agent
+
+
+def test_map_location_moves_the_policy_with_its_tensors(tmp_path):
+    agent = _sac_agent("cpu")
+    copy = load(save(agent, tmp_path / "sac"), map_location="cpu")
+    assert copy.policy.device == torch.device("cpu")
+    assert rl.evaluate(copy, rl.GymEnv("Pendulum-v1", seed=1), 1) == rl.evaluate(
+        agent, rl.GymEnv("Pendulum-v1", seed=1), 1)
+    with pytest.raises(TypeError, match="map_location must be a device name"):
+        load(tmp_path / "sac", map_location={"cuda:0": "cpu"})
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_checkpoint_written_on_a_gpu_loads_on_the_cpu(tmp_path):
+    agent = _sac_agent("cuda")
+    path = save(agent, tmp_path / "sac")
+    same = load(path)
+    assert same.policy.generator.device.type == "cuda"
+    copy = load(path, map_location="cpu")
+    assert copy.policy.device == torch.device("cpu")
+    assert all(p.device.type == "cpu" for p in copy.policy.actor.parameters())
+    assert copy.policy.generator.device.type == "cpu"
+    rl.evaluate(copy, rl.GymEnv("Pendulum-v1", seed=1), 1)
