@@ -85,6 +85,7 @@ class ResumableExperiment(Experiment):
         #: Where a checkpoint left the loop (``{"stopped": bool}``), or ``None``: from the start.
         self.position: dict | None = None
         self._interrupted = False
+        self._at_save_point = False
 
     @property
     def checkpoints(self) -> list[Checkpoint]:
@@ -155,20 +156,36 @@ class ResumableExperiment(Experiment):
                 for call in post_act:
                     call()
                 stop = bool(stop_condition.check(policy, env))
-                for checkpoint in checkpoints:  # the save point: after the stop check
-                    if checkpoint.due or self._interrupted or (stop and checkpoint.at_end):
-                        reason = ("interrupted" if self._interrupted else "every_n_steps"
-                                  if checkpoint.due else "end")
-                        checkpoint.write(self, stop, reason)
-                if self._interrupted:
-                    raise KeyboardInterrupt("interrupted: a checkpoint was written")
+                if checkpoints or self._interrupted:  # the save point: after the stop check
+                    self._save_point(checkpoints, stop)
             for call in calls.post_episode:
                 call()
 
+    def _save_point(self, checkpoints: list[Checkpoint], stop: bool) -> None:
+        interrupted = self._interrupted
+        written = []
+        self._at_save_point = True
+        try:
+            for checkpoint in checkpoints:
+                if checkpoint.due or interrupted or (stop and checkpoint.at_end):
+                    reason = ("interrupted" if interrupted else "every_n_steps"
+                              if checkpoint.due else "end")
+                    written.append(checkpoint.write(self, stop, reason))
+        finally:
+            self._at_save_point = False
+        if interrupted:
+            saved = f"; checkpoint written to {written[-1]}" if written else ""
+            raise KeyboardInterrupt(f"interrupted{saved}")
+
     def save(self, path: str | Path, stopped: bool = False, **summary: Any) -> Path:
-        """Write the whole experiment to the checkpoint directory ``path``. Called by a
-        ``Checkpoint`` hook at the loop's save point, the one place where a checkpoint
-        continues exactly; ``summary`` adds entries to the manifest's summary."""
+        """Write the whole experiment to the checkpoint directory ``path``; ``summary`` adds
+        entries to the manifest's summary. Only at the loop's save point (where a
+        ``Checkpoint`` hook's ``write`` is called): the one place a run continues exactly from.
+        """
+        if not self._at_save_point:
+            raise RuntimeError("an experiment continues exactly only from the point of the loop "
+                               "where its Checkpoint hooks write; give it a "
+                               "stagerl.checkpoints.Checkpoint hook instead of calling save")
         root = {
             "policy": self.policy,
             "env": self.env,

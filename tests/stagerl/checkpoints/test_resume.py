@@ -24,6 +24,7 @@ from stagerl.checkpoints import (
     read_manifest,
     register,
     resume,
+    save,
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -328,3 +329,14 @@ def test_an_interrupted_run_resumed_in_a_fresh_process_ends_as_the_whole_run(nam
     assert json.dumps(manifest["info"]) == json.dumps(
         {"experiment": resume_runs.SETUPS[name]["experiment"]})
     _checkpoint_is_mid_run(name, interrupted)
+
+
+def test_an_experiment_saves_itself_only_where_it_continues_exactly(tmp_path):
+    experiment = ResumableExperiment(_agent(), rl.RandomWalk1D(),
+                                     rl.StopAfterNSteps(5, progress=False), rl.StepsPerEpisode())
+    experiment.run()
+    with pytest.raises(RuntimeError, match="only from the point of the loop"):
+        experiment.save(tmp_path / "now")
+    with pytest.raises(TypeError, match="give its hook a stagerl.checkpoints.Checkpoint"):
+        save(experiment, tmp_path / "now")
+    assert not any(tmp_path.iterdir())
