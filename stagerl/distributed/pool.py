@@ -95,16 +95,19 @@ class WorkerPool:
         seed: the run's seed (each worker's own follows from it, its slot and incarnation).
         address: the Ray cluster (``None``: the running one, else a local instance).
         cpus_per_worker: the CPUs Ray reserves for each worker actor.
+        max_replacements: a slot whose actors die this many times in a row without
+            delivering a batch, and once more, stops the run (a crash that always recurs).
 
     ``pool.submit(slot, ...)`` asks a worker for a batch and returns the Ray reference;
     ``pool.result(ref)`` gets it: the batch, or ``None`` when the worker's actor died (it is
     replaced, and the reference is forgotten), or a :class:`RolloutWorkerError` raised when
-    the worker's env or policy raised.
+    the worker's env or policy raised, or when its actors died ``max_replacements + 1``
+    times in a row without delivering a batch.
     """
 
     def __init__(self, make_env: Any, make_agent: Any, workers: int, seed: int = 0,
                  address: str | None = None, make_hook: Any = None,
-                 cpus_per_worker: float = 1.0):
+                 cpus_per_worker: float = 1.0, max_replacements: int = 3):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got workers={workers!r}")
         if not isinstance(cpus_per_worker, (int, float)) or cpus_per_worker < 0:
@@ -126,6 +129,8 @@ class WorkerPool:
         self.actors: list = [None] * workers
         self.incarnations = [0] * workers
         self.replaced = 0
+        self.max_replacements = int(max_replacements)  # in a row without a batch: then stop
+        self._deaths = [0] * workers
         self._slot_of: dict = {}  # pending reference -> (slot, incarnation)
         for slot in range(workers):
             self._start(slot)
@@ -172,7 +177,9 @@ class WorkerPool:
         slot, incarnation = self._slot_of.pop(ref)
         exceptions = self.ray.exceptions
         try:
-            return self.ray.get(ref)
+            batch = self.ray.get(ref)
+            self._deaths[slot] = 0
+            return batch
         except exceptions.RayTaskError as error:  # the worker's env or policy raised
             cause = error.cause if isinstance(error.cause, BaseException) else error
             if isinstance(cause, RolloutWorkerError):
@@ -184,6 +191,11 @@ class WorkerPool:
                 raise RolloutWorkerError(
                     f"rollout worker {slot} could not start: {_first_line(error)}") from error
             if incarnation == self.incarnations[slot]:  # not replaced yet by another reference
+                self._deaths[slot] += 1
+                if self._deaths[slot] > self.max_replacements:
+                    raise RolloutWorkerError(
+                        f"rollout worker {slot} died {self._deaths[slot]} times in a row "
+                        f"without delivering a batch: {_first_line(error)}") from error
                 self.replace(slot)
             return None
 

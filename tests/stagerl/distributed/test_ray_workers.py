@@ -125,6 +125,27 @@ def test_a_worker_whose_env_raises_stops_the_run_and_the_data_stays_intact(local
     assert learner.env_steps % 5 == 0 and consistent(learner)  # whole batches only
 
 
+class CrashingWalk(rl.RandomWalk1D):
+    """Its process dies on the third step, in every actor (a crash that always recurs)."""
+
+    def act(self, action):
+        self.steps = getattr(self, "steps", 0) + 1
+        if self.steps == 3:
+            import os
+
+            os._exit(1)
+        super().act(action)
+
+
+def test_a_worker_that_always_dies_stops_the_run_after_its_replacements(local_ray):
+    pool = WorkerPool(lambda seed: CrashingWalk(), walk_agent, workers=1, max_replacements=1)
+    learner = Learner(walk_agent(None, 0), pool, steps_per_batch=5)
+    with learner, pytest.raises(RolloutWorkerError, match="rollout worker 0 died 2 times in a "
+                                                          "row without delivering a batch"):
+        learner.train(50)
+    assert pool.replaced == 1 and learner.env_steps == 0
+
+
 def test_unpicklable_factories_are_refused_before_any_worker_starts():
     lock = threading.Lock()
 
