@@ -124,8 +124,16 @@ def _trace_names(trajectory: Any) -> tuple[str, ...]:
     return tuple(keys()) if callable(keys) else ()
 
 
+# One method per stage serves single and vector envs: a second, ``env: VectorEnv`` method would
+# be as specific as an algorithm's ``Agent[ItsPolicy, object]`` x ``env: object`` method, and
+# the two would be ambiguous.
+
+
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_agent_pre_episode(agent: Agent, stage: PreEpisodeStage, env):
+    if isinstance(env, VectorEnv):
+        start_vector_episode(agent, env)
+        return
     agent._trajectory.push(state=env.state)
 
 
@@ -151,6 +159,9 @@ def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
+    if isinstance(env, VectorEnv):
+        record_vector_step(agent, env, action, {})
+        return
     if env.is_truncated:  # rare: the common step costs one attribute read more
         record_step(agent, env, action)
         return
@@ -161,26 +172,10 @@ def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_agent_post_episode(agent: Agent, stage: PostEpisodeStage, env):
-    if agent._completes_with_next_action:
+    if isinstance(env, VectorEnv):
+        complete_vector_episode(agent, env)
+    elif agent._completes_with_next_action:
         agent._trajectory.push(next_action=plan(agent._policy, env))
-
-
-# ---- vector envs: more specific in env than the methods above (see vector_steps) ----------
-
-
-@push.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _push_agent_pre_episode_vector(agent: Agent, stage: PreEpisodeStage, env: VectorEnv):
-    start_vector_episode(agent, env)
-
-
-@push.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _push_agent_post_act_vector(agent: Agent, stage: PostActStage, env: VectorEnv, action):
-    record_vector_step(agent, env, action, {})
-
-
-@push.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _push_agent_post_episode_vector(agent: Agent, stage: PostEpisodeStage, env: VectorEnv):
-    complete_vector_episode(agent, env)
 
 
 # ---- plan and optimise forward to the inner policy ---------------------------------------

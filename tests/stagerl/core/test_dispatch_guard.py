@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+import numpy as np
 import plum
 import pytest
 
@@ -230,3 +231,27 @@ def test_a_subclass_of_q_based_policy_with_equally_specific_methods_wins():
     assert rl.plan(policy, Observed()) == "mine"
     rl.optimise(policy, rl.PostActStage(), None)
     assert policy.learned == "PostActStage"
+
+
+class Recorder(rl.Policy):
+    pass
+
+
+@rl.plan.dispatch(precedence=-1)
+def _plan_recorder(policy: Recorder, env):
+    return np.zeros(env.num_envs, dtype=np.int64) if isinstance(env, rl.VectorEnv) else 0
+
+
+@rl.push.dispatch(precedence=-1)  # as stagerl's own algorithms register theirs
+def _push_recorder_step(agent: rl.Agent[Recorder, object], stage: rl.PostActStage, env: object,
+                        action: object):
+    rl.record_step(agent, env, action, tag=np.full(np.shape(env.reward), 7, dtype=np.int64))
+
+
+def test_an_agent_specialisation_at_the_defaults_precedence_is_not_ambiguous_on_vector_envs():
+    traces = rl.CircularArraySARTSTraces(50, state=(np.float32, (4,))) + rl.Traces(
+        tag=rl.CircularArrayBuffer(50, dtype=np.int64))
+    agent = rl.Agent(Recorder(), rl.Trajectory(traces))
+    rl.run(agent, rl.GymVectorEnv("CartPole-v1", num_envs=2, seed=0),
+           rl.StopAfterNSteps(10, progress=False))
+    assert agent.trajectory.container["tag"].tolist() == [7] * 10
