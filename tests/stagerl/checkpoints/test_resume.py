@@ -340,3 +340,37 @@ def test_an_experiment_saves_itself_only_where_it_continues_exactly(tmp_path):
     with pytest.raises(TypeError, match="give its hook a stagerl.checkpoints.Checkpoint"):
         save(experiment, tmp_path / "now")
     assert not any(tmp_path.iterdir())
+
+
+def _episode_rows(logdir):
+    import csv
+
+    with open(logdir / "episodes.csv", newline="") as file:
+        return [{k: v for k, v in row.items() if k != "wall_time"} for row in csv.DictReader(file)]
+
+
+def test_a_run_with_the_command_lines_hooks_resumes_with_its_logs(tmp_path, monkeypatch):
+    from stagerl.experiments import runner
+
+    monkeypatch.setattr(runner, "EVAL_EVERY_N_STEPS", 100)
+
+    def experiment(logdir, interrupt_at):
+        prepared = runner.prepare("tabular-q-random-walk", steps=400, seed=3, device="cpu",
+                                  logdir=logdir, progress=False, tensorboard=False)
+        hook = rl.ComposedHook(*runner.default_hooks(prepared), resume_runs.CtrlCAt(interrupt_at),
+                               Checkpoint(1000, logdir / "checkpoints"))
+        return ResumableExperiment(prepared.agent, prepared.env,
+                                   rl.StopAfterNSteps(400, progress=False), hook,
+                                   info={"experiment": "tabular-q-random-walk", "seed": 3})
+
+    whole = experiment(tmp_path / "whole", -1).run()
+    with pytest.raises(KeyboardInterrupt, match="checkpoint written to"):
+        experiment(tmp_path / "cut", 161).run()
+    resumed = resume(tmp_path / "cut").run()
+    assert _episode_rows(tmp_path / "cut") == _episode_rows(tmp_path / "whole")
+    from stagerl.logging import Evaluate
+
+    evaluations = [next(h for h in run.hook if isinstance(h, Evaluate)) for run in (whole,
+                                                                                     resumed)]
+    assert evaluations[0].steps == evaluations[1].steps == [100, 200, 300, 400]
+    assert evaluations[0].returns == evaluations[1].returns
