@@ -9,7 +9,7 @@ the whole experiment every so many steps (and on Ctrl-C); :func:`resume` continu
 See ``docs/checkpoints.md``.
 """
 
-from stagerl.checkpoints.api import config_differences, load, read, save
+from stagerl.checkpoints.api import config_differences, load, load_state_dict, read, save
 from stagerl.checkpoints.experiment import ResumableExperiment, resume
 from stagerl.checkpoints.files import FORMAT_VERSION, find, latest, read_manifest
 from stagerl.checkpoints.hook import Checkpoint
@@ -18,6 +18,7 @@ from stagerl.checkpoints.registry import CheckpointError, register
 __all__ = [
     "save",
     "load",
+    "load_state_dict",
     "read",
     "read_manifest",
     "find",

@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import stagerl.checkpoints.files as files
-from stagerl.checkpoints.graph import encode
+from stagerl.checkpoints.graph import encode_parts
 from stagerl.checkpoints.rebuild import rebuild
 from stagerl.checkpoints.registry import CheckpointError
 from stagerl.core.env import Env
 from stagerl.core.policy import Policy
 from stagerl.policies.agent import Agent
 
-__all__ = ["save", "load", "read", "describe", "check_expected", "manifest_for",
-           "config_differences"]
+__all__ = ["save", "load", "load_state_dict", "read", "describe", "check_expected",
+           "manifest_for", "config_differences", "state_dict_of"]
 
 
 def save(obj: Any, path: str | Path, include_trajectory: bool = True, *,
@@ -67,9 +67,17 @@ def save(obj: Any, path: str | Path, include_trajectory: bool = True, *,
         raise TypeError(f"include_trajectory must be a bool, got {include_trajectory!r}")
     if not include_trajectory and isinstance(obj, Agent):
         obj = Agent(obj.policy, emptied(obj.trajectory))
-    encoded = encode(obj, label=_label(obj))
+    label = _label(obj)
+    encoded = encode_parts([("state_dict", f"{label}.state_dict()", state_dict_of(obj)),
+                            ("object", label, obj)])
     manifest = manifest_for("object", describe(obj), encoded.types, info)
     return files.write(path, manifest, encoded.tree, encoded.tensors)
+
+
+def state_dict_of(obj: Any) -> Any:
+    """A policy's (an Agent's) ``state_dict()``, kept beside the objects: plain data that a
+    later stagerl, whose classes may have changed, can still read (:func:`load_state_dict`)."""
+    return obj.state_dict() if isinstance(obj, Policy) else None
 
 
 def load(path: str | Path, *, map_location: Any = None, expect: dict | None = None) -> Any:
@@ -89,15 +97,41 @@ def load(path: str | Path, *, map_location: Any = None, expect: dict | None = No
             a checkpoint of another policy or env than ``expect`` says, or one naming a class
             that is not registered; the message is one line naming what is wrong.
     """
-    manifest, obj = read(path, map_location=map_location, expect=expect)
-    if manifest.get("kind") == "experiment":
-        return obj["policy"]
-    return obj
+    manifest, root = read(path, map_location=map_location, expect=expect)
+    return root["policy"] if manifest.get("kind") == "experiment" else root["object"]
+
+
+def load_state_dict(path: str | Path, *, map_location: Any = None) -> dict:
+    """The ``state_dict()`` of the policy saved at ``path`` (an experiment's too), read from
+    plain data only: for a policy built anew, ``policy.load_state_dict(...)``, also when the
+    checkpoint was written by another stagerl version whose classes differ.
+
+    Example:
+        >>> import tempfile, stagerl as rl
+        >>> from stagerl.checkpoints import load_state_dict, save
+        >>> policy = rl.QBasedPolicy(rl.TDLearner(rl.TabularQApproximator(3, 2)),
+        ...                          rl.EpsilonGreedyExplorer(0.1, rng=0))
+        >>> state = load_state_dict(save(policy, tempfile.mkdtemp() + "/q"))
+        >>> sorted(state) == sorted(policy.state_dict())
+        True
+    """
+    path = files.find(path)
+    manifest, tree, tensors = files.read(path, map_location)
+    try:
+        node = tree["dict"]["state_dict"]
+    except (KeyError, TypeError):
+        raise CheckpointError(f"{path}: malformed checkpoint (no state_dict)") from None
+    state = _rebuilt(path, manifest, node, tensors, map_location)
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path} holds no policy: its state_dict is {state!r}")
+    return state
 
 
 def read(path: str | Path, *, map_location: Any = None,
          expect: dict | None = None) -> tuple[dict, Any]:
-    """``(manifest, root object)`` of the checkpoint at (or newest under) ``path``."""
+    """``(manifest, root)`` of the checkpoint at (or newest under) ``path``: the root is a dict,
+    ``{"state_dict", "object"}`` for :func:`save`'s checkpoints, the experiment's parts
+    (``policy``, ``env``, ``stop_condition``, ``hook``...) for a Checkpoint hook's."""
     if map_location is not None and not isinstance(map_location, str) and \
             type(map_location).__name__ != "device":
         raise TypeError(f"map_location must be a device name such as 'cpu' or a torch.device, "
@@ -106,25 +140,25 @@ def read(path: str | Path, *, map_location: Any = None,
     manifest = files.read_manifest(path)
     check_expected(path, manifest, expect)
     manifest, tree, tensors = files.read(path, map_location)
+    root = _rebuilt(path, manifest, tree, tensors, map_location)
+    if not isinstance(root, dict) or not ({"object"} <= set(root) or {"policy"} <= set(root)):
+        raise CheckpointError(f"{path}: malformed checkpoint (no object at its root)")
+    if map_location is not None:
+        policy = root.get("policy", root.get("object"))
+        if isinstance(policy, Policy):  # its to() moves what the file did not: a device
+            policy.to(map_location)  # attribute, generators, acting copies
+    return manifest, root
+
+
+def _rebuilt(path: Path, manifest: dict, tree: Any, tensors: dict, map_location: Any) -> Any:
     try:
-        obj = rebuild(tree, tensors, map_location)
+        return rebuild(tree, tensors, map_location)
     except CheckpointError as error:
         raise CheckpointError(f"{path}: {error}{_version_note(manifest)}") from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError) as error:
         raise CheckpointError(f"{path}: malformed checkpoint ({type(error).__name__}: "
                               f"{' '.join(str(error).split())[:200]}){_version_note(manifest)}"
                               ) from None
-    if map_location is not None:
-        _move(obj, map_location)
-    return manifest, obj
-
-
-def _move(obj: Any, device: Any) -> None:
-    """Tell the policy (an experiment's too) that its tensors now live on ``device``: its
-    ``to`` moves what the file did not (a device attribute, generators, acting copies)."""
-    policy = obj.get("policy") if isinstance(obj, dict) else obj
-    if isinstance(policy, Policy):
-        policy.to(device)
 
 
 def _version_note(manifest: dict) -> str:

@@ -25,7 +25,7 @@ import numpy as np
 
 import stagerl.checkpoints.api as api
 import stagerl.checkpoints.files as files
-from stagerl.checkpoints.graph import encode
+from stagerl.checkpoints.graph import encode_parts
 from stagerl.checkpoints.hook import Checkpoint
 from stagerl.checkpoints.registry import CheckpointError
 from stagerl.core.dispatch import push
@@ -186,7 +186,8 @@ class ResumableExperiment(Experiment):
             raise RuntimeError("an experiment continues exactly only from the point of the loop "
                                "where its Checkpoint hooks write; give it a "
                                "stagerl.checkpoints.Checkpoint hook instead of calling save")
-        root = {
+        parts = {
+            "state_dict": api.state_dict_of(self.policy),  # first: plain data, read alone
             "policy": self.policy,
             "env": self.env,
             "stop_condition": self.stop_condition,
@@ -195,7 +196,8 @@ class ResumableExperiment(Experiment):
             "position": {"stopped": bool(stopped)},
             "globals": global_state(),
         }
-        encoded = encode(root, label="experiment", parts=True)
+        encoded = encode_parts([(name, f"experiment.{name}", value)
+                                for name, value in parts.items()])
         described = api.describe(self.policy, self.env)
         described.update(api.jsonable(summary), stopped=bool(stopped))
         manifest = api.manifest_for("experiment", described, encoded.types, self.info)

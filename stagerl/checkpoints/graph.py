@@ -36,7 +36,7 @@ from stagerl.checkpoints.registry import (
     registered_name,
 )
 
-__all__ = ["encode", "Encoded", "BIT_GENERATORS"]
+__all__ = ["encode", "encode_parts", "Encoded", "BIT_GENERATORS"]
 
 #: numpy bit generators a checkpoint may hold, by name.
 BIT_GENERATORS = {c.__name__: c for c in (np.random.PCG64, np.random.PCG64DXSM,
@@ -53,15 +53,23 @@ class Encoded:
         self.tree, self.tensors, self.types = tree, tensors, sorted(type_names)
 
 
-def encode(obj: Any, label: str = "obj", parts: bool = False) -> Encoded:
+def encode(obj: Any, label: str = "obj") -> Encoded:
     """``obj`` as data; :class:`CheckpointError` (naming where ``obj`` holds it) for anything
     that is not: an unregistered class, a function, an open file, a lock...
 
-    ``label`` names ``obj`` in messages (``agent``: ``agent.policy.rng``...); with ``parts``,
-    the keys of a dict ``obj`` are named as its attributes (``experiment.env``).
+    ``label`` names ``obj`` in messages (``agent``: ``agent.policy.rng``...).
     """
     encoder = _Encoder()
-    tree = encoder.value(obj, label, attributes=parts)
+    tree = encoder.value(obj, label)
+    encoder.drop_unused_ids(tree)
+    return Encoded(tree, encoder.tensors, encoder.type_names)
+
+
+def encode_parts(parts: list[tuple[str, str, Any]]) -> Encoded:
+    """Several objects as one tree, ``{"dict": {name: node}}``, shared objects written once
+    (in the first part that holds them); ``parts`` holds ``(name, label, obj)``."""
+    encoder = _Encoder()
+    tree = {"dict": {name: encoder.value(obj, label) for name, label, obj in parts}}
     encoder.drop_unused_ids(tree)
     return Encoded(tree, encoder.tensors, encoder.type_names)
 

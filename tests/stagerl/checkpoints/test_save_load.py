@@ -346,3 +346,34 @@ def test_a_checkpoint_written_on_a_gpu_loads_on_the_cpu(tmp_path):
     assert all(p.device.type == "cpu" for p in copy.policy.actor.parameters())
     assert copy.policy.generator.device.type == "cpu"
     rl.evaluate(copy, rl.GymEnv("Pendulum-v1", seed=1), 1)
+
+
+def test_the_state_dict_is_read_alone_when_the_classes_have_changed(tmp_path):
+    import hashlib
+
+    from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
+    from stagerl.checkpoints import load_state_dict
+
+    def agent():
+        env = rl.GymEnv("CartPole-v1", seed=0)
+        return make_dqn_agent(env, DQNConfig(total_timesteps=300, net_arch=(8,),
+                                             learning_starts=50, train_freq=20), seed=0), env
+
+    trained, env = agent()
+    rl.run(trained, env, rl.StopAfterNSteps(300, progress=False))
+    path = save(trained, tmp_path / "dqn")
+    # A later stagerl renamed the policy class: the objects no longer load ...
+    objects = (path / "objects.json").read_text().replace(
+        "stagerl.algorithms.dqn.DQNPolicy", "stagerl.algorithms.dqn.RenamedPolicy")
+    (path / "objects.json").write_text(objects)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["files"]["objects.json"].update(bytes=len(objects.encode()),
+                                             sha256=hashlib.sha256(objects.encode()).hexdigest())
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match="RenamedPolicy"):
+        load(path)
+    # ... but the weights do, into a policy built anew.
+    fresh, _ = agent()
+    fresh.load_state_dict(load_state_dict(path))
+    for key, value in trained.policy.network.state_dict().items():
+        assert torch.equal(fresh.policy.network.state_dict()[key], value)
