@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import collections
+import inspect
 import pathlib
+import types
 from typing import Any
 
 from stagerl.checkpoints.rebuild_arrays import ArrayRebuilders
@@ -20,6 +22,8 @@ from stagerl.checkpoints.registry import BUILTIN_TYPES, CheckpointError, is_enum
 __all__ = ["rebuild"]
 
 _BUILTIN_CLASSES = frozenset(BUILTIN_TYPES.values())
+_METHODS = (types.FunctionType, classmethod, types.MethodDescriptorType,
+            types.BuiltinFunctionType)
 _TAGS = ("list", "tuple", "dict", "odict", "defaultdict", "set", "frozenset", "deque", "bytes",
          "bytearray", "complex", "slice", "range", "float", "array", "scalar", "dtype",
          "np_generator", "bit_generator", "seed_sequence", "random_state", "py_random", "tensor",
@@ -195,7 +199,10 @@ class _Rebuilder(ArrayRebuilders):
         owner = self.value(node["self"])
         if type(name) is not str or not name.isidentifier() or name.startswith("__"):
             raise CheckpointError(f"malformed checkpoint: method name {name!r}")
-        method = getattr(owner, name, None)
+        # Only a method the owner's class defines (no property getter runs to find it).
+        defined = inspect.getattr_static(owner if isinstance(owner, type) else type(owner),
+                                         name, None)
+        method = getattr(owner, name, None) if isinstance(defined, _METHODS) else None
         if getattr(method, "__self__", None) is not owner or not callable(method):
             raise CheckpointError(f"the checkpoint names the method {name!r} of "
                                   f"{type(owner).__name__}, which has none")

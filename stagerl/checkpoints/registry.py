@@ -175,8 +175,8 @@ def resolve(name: str, what: str = "class") -> Any:
         if isinstance(obj, type) and _type_name(obj) == name and _allowed_class(obj):
             return obj
     raise Unregistered(f"the checkpoint names the {what} {name!r}, which is not a registered "
-                       "component (nothing was imported); if it is yours, call "
-                       "stagerl.checkpoints.register(...) on it before loading")
+                       "component (no module outside stagerl's own is imported by name); if it "
+                       "is yours, call stagerl.checkpoints.register(...) on it before loading")
 
 
 def _module_of(name: str) -> tuple[str, Any]:
