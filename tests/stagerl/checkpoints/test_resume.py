@@ -291,6 +291,8 @@ def test_an_interrupted_run_resumed_in_this_process_ends_as_the_whole_run(name, 
     _checkpoint_is_mid_run(name, checkpoint)
     resumed = resume_runs.run_resumed(name, tmp_path)
     assert _differences(whole, resumed) == []
+    if name.startswith("sac"):  # the entropy coefficient was learned, and resumed with the rest
+        assert whole["state/log_ent_coef"] != 0.0
 
 
 FRESH = ["tabular", "dqn", "ppo", pytest.param("sac", marks=pytest.mark.slow)]
