@@ -66,7 +66,19 @@ from stagerl.utils.returns import discount_rewards, generalized_advantage_estima
 from stagerl.policies.random_policy import RandomPolicy
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
 from stagerl.core.run import Experiment, run
-from stagerl.policies.evaluation import deterministic, evaluate
+from stagerl.core.evaluation import deterministic, evaluate
+from stagerl.logging import (
+    ConsoleSummary,
+    CSVLogger,
+    Evaluate,
+    LoggingHook,
+    PlotLearningCurve,
+    ProgressBar,
+    ScalarListener,
+    TensorBoardLogger,
+    is_logging_scalars,
+    log_scalar,
+)
 
 __all__ = [
     # dispatch
@@ -114,6 +126,17 @@ __all__ = [
     "Experiment",
     "evaluate",
     "deterministic",
+    # logging
+    "log_scalar",
+    "is_logging_scalars",
+    "ScalarListener",
+    "LoggingHook",
+    "CSVLogger",
+    "TensorBoardLogger",
+    "ProgressBar",
+    "ConsoleSummary",
+    "PlotLearningCurve",
+    "Evaluate",
     # envs
     "Env",
     "VectorEnv",

@@ -6,62 +6,17 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from stagerl.core.dispatch import DEFAULT_PRECEDENCE, plan, push
-from stagerl.core.hooks import TotalRewardPerEpisode
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
+from stagerl.core.evaluation import evaluate
 from stagerl.core.hooks_base import Hook
-from stagerl.core.plum_adapter import LOOKUP_ERRORS, resolve
-from stagerl.core.run import Experiment
 from stagerl.core.stages import PostActStage, PreExperimentStage
 from stagerl.core.stop_conditions import (
-    StopAfterNEpisodes,
-    StopAfterNSteps,
-    StopIfAny,
     steps_per_act,
 )
 from stagerl.logging.scalars import log_scalar
 from trajectories.checks import require_positive_int
 
-__all__ = ["Evaluate", "acting_policy", "deterministic_returns"]
-
-
-def acting_policy(policy: Any, env: Any) -> Any:
-    """The policy whose ``plan`` acts for ``policy``: an Agent's inner policy (the Agent's
-    ``plan`` only forwards to it), else ``policy`` itself. Evaluating that one records nothing
-    in the Agent's trajectory and learns nothing."""
-    try:
-        method, _ = resolve(plan, (policy, env))
-    except LOOKUP_ERRORS:
-        return policy
-    forwards_to = getattr(method, "forwards_to", None)
-    if forwards_to is None:
-        return policy
-    function, args = forwards_to(policy, env)
-    return acting_policy(args[0], env) if function is plan else policy
-
-
-def deterministic_returns(policy: Any, env: Any, episodes: int,
-                          max_episode_steps: int | None = None) -> list[float]:
-    """The returns of ``episodes`` episodes of ``policy`` in ``env`` with
-    ``policy.deterministic`` set, as ``stagerl.evaluate`` runs them (an Agent through its inner
-    policy, episodes cut after ``max_episode_steps``)."""
-    acting = acting_policy(policy, env)
-    before = acting.__dict__.get("deterministic")
-    acting.deterministic = True
-    try:
-        returns = []
-        for _ in range(episodes):
-            stop: Any = StopAfterNEpisodes(1, progress=False)
-            if max_episode_steps is not None:
-                stop = StopIfAny(stop, StopAfterNSteps(max_episode_steps, progress=False))
-            hook = TotalRewardPerEpisode()
-            Experiment(acting, env, stop, hook, check_methods=False).run()
-            returns.append(float(hook.rewards[-1]))
-        return returns
-    finally:
-        if before is None:
-            del acting.deterministic
-        else:
-            acting.deterministic = before
+__all__ = ["Evaluate"]
 
 
 @dataclass
@@ -120,7 +75,7 @@ class Evaluate(Hook):
 
     def evaluate(self, policy: Any) -> list[float]:
         """Evaluate now: run the episodes, keep and report their returns."""
-        returns = deterministic_returns(policy, self.env, self.episodes, self.max_episode_steps)
+        returns = evaluate(policy, self.env, self.episodes, self.max_episode_steps)
         self.steps.append(self.env_step)
         self.returns.append(returns)
         log_scalar("eval/return_mean", statistics.fmean(returns), step=self.env_step)

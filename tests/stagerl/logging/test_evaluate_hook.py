@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import stagerl as rl
+from stagerl.core.evaluation import acting_policy
 from stagerl.experiments import load
 from stagerl.logging import Evaluate, ScalarListener
-from stagerl.logging.evaluation import acting_policy, deterministic_returns
 
 
 class NoisyLean(rl.Policy):
@@ -81,20 +81,19 @@ def test_an_agent_learns_nothing_while_evaluated():
     assert stored == stored_evaluated
 
 
-def test_returns_are_those_of_rl_evaluate():
+def test_evaluate_leaves_no_trace_on_the_policy():
     agent = tabular_agent()
     rl.run(agent, rl.RandomWalk1D(), rl.StopAfterNSteps(2000, progress=False))
-    ours = deterministic_returns(agent, rl.RandomWalk1D(), 4, 100)
-    assert ours == rl.evaluate(agent, rl.RandomWalk1D(), 4, 100) == [1.0] * 4
+    assert rl.evaluate(agent, rl.RandomWalk1D(), 4, 100) == [1.0] * 4
     lean = NoisyLean(0)
-    assert deterministic_returns(lean, rl.GymEnv("CartPole-v1", seed=3), 3) == \
-        rl.evaluate(lean, rl.GymEnv("CartPole-v1", seed=3), 3)
+    rl.evaluate(lean, rl.GymEnv("CartPole-v1", seed=3), 3)
     assert "deterministic" not in vars(lean) and "deterministic" not in vars(agent.policy)
 
 
 def test_the_acting_policy_of_an_agent_is_its_inner_policy():
     agent = tabular_agent()
     assert acting_policy(agent, rl.RandomWalk1D()) is agent.policy
+    assert acting_policy(agent) is agent.policy  # without an env: by the Agent's type
     lean = NoisyLean(0)
     assert acting_policy(lean, rl.RandomWalk1D()) is lean
 
