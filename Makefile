@@ -1,5 +1,6 @@
-# Two commands do everything on a fresh machine: `make run` trains the default experiment,
-# `make test` runs the test suite. Both build .venv first when it is missing or stale.
+# Two commands do everything on a fresh machine: `make run` trains the default experiment (DQN on
+# CartPole-v1), `make test` runs the test suite. Both build .venv first when it is missing or
+# stale. `make run STEPS=20000` runs a shorter one.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -15,7 +16,7 @@ $(VENV)/.installed: pyproject.toml constraints/cpu.txt
 	touch $@
 
 run: $(VENV)/.installed
-	$(PY) examples/main_job.py $(STEPS)
+	$(VENV)/bin/stagerl run dqn-cartpole $(if $(STEPS),--steps $(STEPS))
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -m "not slow" -q
@@ -26,9 +27,10 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/loop.py
 	$(PY) benchmarks/vector.py
 	$(PY) benchmarks/gym_env.py
+	$(PY) benchmarks/hooks_overhead.py
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check stagerl trajectories tests benchmarks examples
+	$(PY) -m ruff check stagerl trajectories tests benchmarks examples tools
 
 clean:
 	rm -rf $(VENV)

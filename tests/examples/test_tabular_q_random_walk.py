@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -38,16 +36,3 @@ def test_both_environments_are_solved_with_the_default_budget(seed):
     for result in (example.random_walk(example.DEFAULT_STEPS, seed),
                    example.frozen_lake(example.DEFAULT_STEPS, seed)):
         assert result.solved, str(result)
-
-
-@pytest.mark.slow
-def test_main_job_runs_and_reports_both_solved():
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "main_job.py")],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "CI": "1"},
-        cwd=EXAMPLES.parent,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0].startswith("RandomWalk1D:") and lines[0].endswith("-> solved")
-    assert lines[1].startswith("FrozenLake-v1") and lines[1].endswith("-> solved")
