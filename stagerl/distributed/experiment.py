@@ -15,10 +15,10 @@ import statistics
 from typing import Any
 
 from stagerl.core.env import VectorEnv
+from stagerl.core.evaluation import evaluate
 from stagerl.distributed.learner import Learner
 from stagerl.distributed.pool import WorkerPool
 from stagerl.experiments.registry import EVAL_EPISODES, EVAL_SEED_OFFSET, NamedExperiment, load
-from stagerl.policies.evaluation import evaluate
 
 __all__ = ["WorkerLanes", "ExperimentEnv", "ExperimentAgent", "learner_for", "train"]
 
