@@ -19,6 +19,7 @@ def _quiet_kernel(monkeypatch):
     monkeypatch.setenv("CI", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    monkeypatch.setenv("STAGERL_NOTEBOOK_STEPS", "3000")  # a few seconds, not a real training
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -28,6 +29,10 @@ def test_notebook_runs(path):
         nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(EXAMPLES)}}
     )
     client.execute()  # raises CellExecutionError naming the failing cell
+    if path.name == "quickstart.ipynb":  # the learning curve is drawn inline
+        outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+        assert any("image/png" in o.get("data", {}) for o in outputs)
+        assert any("evaluation return" in o.get("text", "") for o in outputs)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -43,4 +48,4 @@ def test_notebook_is_stored_without_outputs(path):
 
 def test_the_notebooks_users_are_pointed_to_are_all_here():
     # The README and the docs send users to these; a rename must not silently drop them.
-    assert {p.name for p in NOTEBOOKS} >= {"custom_policy.ipynb"}
+    assert {p.name for p in NOTEBOOKS} >= {"custom_policy.ipynb", "quickstart.ipynb"}
