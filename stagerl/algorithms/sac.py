@@ -19,6 +19,7 @@ explains the choices. Build an agent with :func:`make_sac_agent`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -201,9 +202,7 @@ class SACPolicy(Policy):
             torch.manual_seed(int(init_seed))
             self.actor = SquashedGaussianActor(state_dim, action_dim, config.net_arch)
             self.critic = Critics(state_dim, action_dim, config.net_arch, config.n_critics)
-        self.critic_target = Critics(state_dim, action_dim, config.net_arch, config.n_critics)
-        self.critic_target.load_state_dict(self.critic.state_dict())
-        self.critic_target.requires_grad_(False)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         initial, learned = config.entropy_coefficient()
         self.learns_ent_coef = learned
         self.log_ent_coef = nn.Parameter(torch.tensor(math.log(initial)), requires_grad=learned)
