@@ -2,7 +2,8 @@
 
 Public API only; no logic lives here. The trajectories package is re-exported, so
 ``stagerl.Trajectory is trajectories.Trajectory``. The torch-based names (``Approximator``,
-``TargetNetwork``) are imported on first use: ``import stagerl`` does not import torch.
+``TargetNetwork``, ``save``, ``load``) are imported on first use: ``import stagerl`` does not
+import torch.
 """
 
 import trajectories
@@ -167,19 +168,24 @@ __all__ = [
     "discount_rewards",
     "generalized_advantage_estimation",
     "RandomPolicy",
+    # checkpoints (imported on first use)
+    "save",
+    "load",
 ] + list(trajectories.__all__)
 
 
 # Imported on first use: they need torch, which most of stagerl (and its command line) does not.
-_LAZY = {
-    "Approximator": "stagerl.policies.approximators",
-    "TargetNetwork": "stagerl.policies.approximators",
-}
+_APPROXIMATORS = {"Approximator", "TargetNetwork"}
+_CHECKPOINTS = {"save", "load"}
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
+    if name in _APPROXIMATORS:
         from stagerl.policies import approximators
 
         return getattr(approximators, name)
+    if name in _CHECKPOINTS:
+        from stagerl import checkpoints
+
+        return getattr(checkpoints, name)
     raise AttributeError(f"module 'stagerl' has no attribute {name!r}")

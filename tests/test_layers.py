@@ -8,10 +8,11 @@ its own package and the layers below it; siblings on one layer never import each
     stagerl.core            the loop and the interfaces it is defined over (Policy, Env,
                             VectorEnv, Hook, Stage, dispatch, hooks, conditions, episodes)
     stagerl.envs | stagerl.policies | stagerl.logging
+    stagerl.checkpoints     saving and loading any of the above as data
     stagerl                 the public API (stagerl/__init__.py)
     stagerl.algorithms
     stagerl.experiments
-    stagerl.cli | stagerl.distributed | stagerl.checkpoints
+    stagerl.cli | stagerl.distributed
     stagerl.__main__        python -m stagerl
 """
 
@@ -26,10 +27,11 @@ LAYERS = [
     ["stagerl.utils"],
     ["stagerl.core"],
     ["stagerl.envs", "stagerl.policies", "stagerl.logging"],
+    ["stagerl.checkpoints"],
     ["stagerl"],
     ["stagerl.algorithms"],
     ["stagerl.experiments"],
-    ["stagerl.cli", "stagerl.distributed", "stagerl.checkpoints"],
+    ["stagerl.cli", "stagerl.distributed"],
     ["stagerl.__main__"],
 ]
 

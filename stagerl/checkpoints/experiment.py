@@ -8,8 +8,8 @@ and torch's thread count. :func:`resume` builds the experiment back, and its ``r
 the loop from that point: the episode goes on where it was (no reset, no PreEpisode), so the run
 ends as the one that was never interrupted would have, bit for bit on the CPU.
 
-The loop below is the loop of ``docs/loop.md`` (``stagerl.Experiment``) plus that save point
-and the way back in; a test runs both and compares every call.
+The loop is ``stagerl.Experiment``'s: it starts at the saved ``position`` and calls the save
+point after every step's stop check (``Experiment._step_end``).
 """
 
 from __future__ import annotations
@@ -28,18 +28,11 @@ import stagerl.checkpoints.files as files
 from stagerl.checkpoints.graph import encode_parts
 from stagerl.checkpoints.hook import Checkpoint
 from stagerl.checkpoints.registry import CheckpointError
-from stagerl.core.dispatch import push
 from stagerl.core.hooks_base import ComposedHook
-from stagerl.core.method_checks import check_methods
-from stagerl.core.run import Experiment, _announce_post_experiment, _refuse_finished_episode
-from stagerl.core.stage_calls import POST_ACT, StageCalls, composed_members
-from stagerl.core.stages import PreExperimentStage
+from stagerl.core.run import Experiment
 from stagerl.core.stop_conditions import StopAfterNSteps
 
 __all__ = ["ResumableExperiment", "resume", "global_state", "restore_global_state"]
-
-PRE_EXPERIMENT = PreExperimentStage()
-
 
 class ResumableExperiment(Experiment):
     """An :class:`~stagerl.Experiment` whose :class:`Checkpoint` hooks save all of it, and
@@ -82,8 +75,6 @@ class ResumableExperiment(Experiment):
         if info is not None and not isinstance(info, dict):
             raise TypeError(f"info must be a dict of plain data, got {info!r}")
         self.info = info
-        #: Where a checkpoint left the loop (``{"stopped": bool}``), or ``None``: from the start.
-        self.position: dict | None = None
         self._interrupted = False
         self._at_save_point = False
 
@@ -107,12 +98,7 @@ class ResumableExperiment(Experiment):
             checkpoint.attached = True
         restore = _catch_interrupts(self) if checkpoint_on_interrupt and checkpoints else None
         try:
-            try:
-                self._run_stages(checkpoints)
-            except BaseException as error:  # Ctrl-C too: logs are flushed either way
-                _announce_post_experiment(self.policy, self.env, self.hook, error)
-                raise
-            _announce_post_experiment(self.policy, self.env, self.hook, None)
+            super().run()
         finally:
             if restore is not None:
                 restore()
@@ -121,45 +107,15 @@ class ResumableExperiment(Experiment):
             self._interrupted = False
         return self
 
-    def _run_stages(self, checkpoints: list[Checkpoint]) -> None:
-        policy, env, hook = self.policy, self.env, self.hook
-        stop_condition, reset_condition = self.stop_condition, self.reset_condition
-        push(hook, PRE_EXPERIMENT, policy, env)  # hook first here
-        push(policy, PRE_EXPERIMENT, env)
-        calls = StageCalls(policy, env, hook)
-        if self.check_methods:
-            check_methods(policy, env, composed_members(hook, PRE_EXPERIMENT, policy, env))
-        resumed, self.position = self.position, None
-        stop = False
-        while not stop:
-            if resumed is not None:  # the episode the checkpoint was taken in goes on
-                stop = bool(resumed["stopped"])
-                resumed = None
-                calls = calls.current()
-            else:
-                env.reset()
-                _refuse_finished_episode(env)
-                calls = calls.current()
-                for call in calls.pre_episode:
-                    call()
-            pre_act, plan_action, post_act = calls.pre_act, calls.plan, calls.post_act
-            push_with_action = calls.push_with_action
-            while not stop and not reset_condition.check(policy, env):
-                for call in pre_act:
-                    call()
-                action = plan_action()
-                env.act(action)
-                env.last_action = action
-                push_action = push_with_action[type(action)]
-                if push_action is not None:
-                    push_action(policy, POST_ACT, env, action)
-                for call in post_act:
-                    call()
-                stop = bool(stop_condition.check(policy, env))
-                if checkpoints or self._interrupted:  # the save point: after the stop check
-                    self._save_point(checkpoints, stop)
-            for call in calls.post_episode:
-                call()
+    def _step_end(self):
+        # The run loop calls this after every step's stop check: the save point.
+        checkpoints = self.checkpoints
+
+        def save_point(stop: bool) -> None:
+            if checkpoints or self._interrupted:
+                self._save_point(checkpoints, stop)
+
+        return save_point
 
     def _save_point(self, checkpoints: list[Checkpoint], stop: bool) -> None:
         interrupted = self._interrupted

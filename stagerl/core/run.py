@@ -99,56 +99,71 @@ class Experiment:
         if validate is not None:
             validate(self.env)
 
+    #: Where the loop starts: ``None`` (a new run: PreExperiment, reset, PreEpisode) or, to
+    #: continue a run saved at a step's end, ``{"stopped": bool}`` (the episode goes on from that
+    #: step, without a reset; ``stopped``: that step's stop check was true). Reset by ``run``.
+    position: dict | None = None
+
     def run(self) -> Experiment:
         """Run the loop once (``docs/loop.md``); returns ``self``."""
         policy, env, hook = self.policy, self.env, self.hook
         try:
-            _run_stages(policy, env, self.stop_condition, hook, self.reset_condition,
-                        self.check_methods)
+            self._run_stages()
         except BaseException as error:  # Ctrl-C too: logs are flushed either way
             _announce_post_experiment(policy, env, hook, error)
             raise
         _announce_post_experiment(policy, env, hook, None)
         return self
 
+    def _step_end(self):
+        """A callable run after every step's stop check as ``f(stopped)``, or ``None`` (the
+        default: nothing more per step). A checkpointing experiment saves itself there."""
+        return None
+
+    def _run_stages(self) -> None:
+        policy, env, hook = self.policy, self.env, self.hook
+        stop_condition, reset_condition = self.stop_condition, self.reset_condition
+        push(hook, PRE_EXPERIMENT, policy, env)  # hook first here
+        push(policy, PRE_EXPERIMENT, env)
+        calls = StageCalls(policy, env, hook)  # resolved after PreExperiment, which may register
+        if self.check_methods:
+            check_methods(policy, env, composed_members(hook, PRE_EXPERIMENT, policy, env))
+        step_end = self._step_end()
+        resumed, self.position = self.position, None
+        stop = False
+        while not stop:
+            calls = calls.current()
+            pre_act, plan_action, post_act = calls.pre_act, calls.plan, calls.post_act
+            push_with_action = calls.push_with_action
+            if resumed is None:
+                env.reset()
+                _refuse_finished_episode(env)
+                for call in calls.pre_episode:  # push(policy, ...); optimise(...); push(hook, ...)
+                    call()
+            else:  # the episode a saved run was in goes on from the step it ended at
+                stop, resumed = bool(resumed["stopped"]), None
+            while not stop and not reset_condition.check(policy, env):
+                for call in pre_act:
+                    call()
+                action = plan_action()
+                env.act(action)
+                env.last_action = action
+                push_action = push_with_action[type(action)]
+                if push_action is not None:
+                    push_action(policy, POST_ACT, env, action)  # the only push given the action
+                for call in post_act:  # optimise(policy, PostActStage()); push(hook, ...)
+                    call()
+                stop = bool(stop_condition.check(policy, env))  # after the PostAct hook
+                if step_end is not None:
+                    step_end(stop)
+            for call in calls.post_episode:
+                call()
+
     def __repr__(self) -> str:
         return (
             f"Experiment({self.policy!r}, {self.env!r}, {self.stop_condition!r}, {self.hook!r}, "
             f"{self.reset_condition!r})"
         )
-
-
-def _run_stages(policy, env, stop_condition, hook, reset_condition, check=True):
-    push(hook, PRE_EXPERIMENT, policy, env)  # hook first here
-    push(policy, PRE_EXPERIMENT, env)
-    calls = StageCalls(policy, env, hook)  # resolved after PreExperiment, which may register
-    if check:
-        check_methods(policy, env, composed_members(hook, PRE_EXPERIMENT, policy, env))
-    stop = False
-    while not stop:
-        env.reset()
-        _refuse_finished_episode(env)
-        calls = calls.current()
-        pre_act, plan_action, post_act = calls.pre_act, calls.plan, calls.post_act
-        push_with_action = calls.push_with_action
-        for call in calls.pre_episode:  # push(policy, ...); optimise(policy, ...); push(hook, ...)
-            call()
-        while not reset_condition.check(policy, env):
-            for call in pre_act:
-                call()
-            action = plan_action()
-            env.act(action)
-            env.last_action = action
-            push_action = push_with_action[type(action)]
-            if push_action is not None:
-                push_action(policy, POST_ACT, env, action)  # the only push given the action
-            for call in post_act:  # optimise(policy, PostActStage()); push(hook, ...)
-                call()
-            if stop_condition.check(policy, env):  # once per step, after the PostAct hook
-                stop = True
-                break
-        for call in calls.post_episode:
-            call()
 
 
 def _refuse_finished_episode(env: Any) -> None:
