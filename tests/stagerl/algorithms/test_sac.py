@@ -20,6 +20,7 @@ from stagerl.algorithms.sac import (
     sac_update,
 )
 
+
 @pytest.fixture(autouse=True)
 def one_torch_thread():
     """These small networks run as fast on one thread, and a busy machine makes two crawl."""

@@ -13,6 +13,7 @@ import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms.td3 import TD3Config, TD3Policy, make_td3_agent, td3_update
 
+
 @pytest.fixture(autouse=True)
 def one_torch_thread():
     """These small networks run as fast on one thread, and a busy machine makes two crawl."""
