@@ -42,7 +42,9 @@ class LoggingHook(EpisodeHook):
     Subclasses are dataclasses; one that defines ``__post_init__`` calls this one's first.
     ``clock`` (an attribute or a dataclass field, default ``time.perf_counter``) reads the
     time, and ``wall_time()`` is the seconds since the first PreExperiment. A copy (pickle,
-    ``deepcopy``) keeps the counts and drops what ``transient`` names (open files, writers).
+    ``deepcopy``, a checkpoint) keeps the counts and the seconds elapsed so far, and drops what
+    ``transient`` names (open files, writers): started again, in this process or another, it
+    goes on counting from there.
 
     Example:
         >>> from dataclasses import dataclass, field
@@ -70,7 +72,10 @@ class LoggingHook(EpisodeHook):
         self.env_step = 0
         self.episodes = 0
         self._listener = ScalarListener() if self.listens_to_scalars else None
-        self._started: float | None = None
+        # Seconds counted by the copies this hook was made from: a clock reading means nothing
+        # in another process, so a copy keeps elapsed seconds and restarts the clock.
+        self._elapsed = 0.0
+        self._started: float | None = None  # clock() at this object's first PreExperiment
         self._per_act = 1
         self._next_tick = math.inf
         self._track: Any = None
@@ -96,8 +101,11 @@ class LoggingHook(EpisodeHook):
     # ---- the stages -----------------------------------------------------------------------
 
     def wall_time(self) -> float:
-        """Seconds since the first PreExperiment of this hook."""
-        return 0.0 if self._started is None else self.clock() - self._started
+        """Seconds since the first PreExperiment of this hook, counted on across copies (the
+        time between a copy and its start is not counted)."""
+        if self._started is None:
+            return self._elapsed
+        return self._elapsed + self.clock() - self._started
 
     def clock(self) -> float:  # a dataclass field named clock replaces this default
         return time.perf_counter()
@@ -156,6 +164,7 @@ class LoggingHook(EpisodeHook):
         state = dict(self.__dict__)
         for name in self.transient:
             state[name] = None
+        state["_elapsed"], state["_started"] = self.wall_time(), None
         return state
 
 

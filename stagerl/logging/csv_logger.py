@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,12 @@ class CSVLogger(LoggingHook):
     one row per scalar reported with ``rl.log_scalar``: ``env_step``, ``name``, ``value``,
     ``wall_time``. Rows are appended (a header is written to a new file only), flushed every
     ``flush_seconds`` and at PostExperiment, also after an exception.
+
+    A copy (pickle, a checkpoint) flushes the files and keeps how many data rows each holds.
+    Started again (a run resumed from a checkpoint, maybe after the process that wrote on was
+    killed), it first cuts each file back to its header and that many rows, so that the rows
+    written after the copy are not there twice; a file found with fewer rows is warned about
+    and appended to.
 
     Example:
         >>> import tempfile, pathlib
@@ -66,6 +74,9 @@ class CSVLogger(LoggingHook):
         self._episodes: Any = None
         self._scalars: Any = None
         self._flushed = 0.0
+        # The data rows each file holds (None: not started yet, the files are not read).
+        self._episode_rows: int | None = None
+        self._update_rows: int | None = None
 
     @property
     def episodes_path(self) -> Path:
@@ -78,6 +89,8 @@ class CSVLogger(LoggingHook):
     def start(self, policy: Any, env: Any) -> None:
         Path(self.logdir).mkdir(parents=True, exist_ok=True)
         self._close()
+        self._episode_rows = _cut(self.episodes_path, self._episode_rows)
+        self._update_rows = _cut(self.updates_path, self._update_rows)
         episodes, self._episodes = _open(self.episodes_path, EPISODE_COLUMNS)
         scalars, self._scalars = _open(self.updates_path, SCALAR_COLUMNS)
         self._files = [episodes, scalars]
@@ -88,10 +101,12 @@ class CSVLogger(LoggingHook):
         self._episodes.writerow((self.env_step, self.episodes, episode.lane,
                                  repr(episode.total_reward), episode.length,
                                  int(episode.terminated), int(episode.truncated), _seconds(now)))
+        self._episode_rows += 1
         self._maybe_flush()
 
     def on_scalar(self, name: str, value: float, step: int) -> None:
         self._scalars.writerow((step, name, repr(value), _seconds(self.wall_time())))
+        self._update_rows += 1
         self._maybe_flush()
 
     def finish(self, policy: Any, env: Any) -> None:
@@ -109,10 +124,52 @@ class CSVLogger(LoggingHook):
         for file in files or ():
             file.close()
 
+    def __getstate__(self) -> dict:
+        # What the row counts say must be on disk: a copy is resumed from them.
+        for file in self._files or ():
+            file.flush()
+        return super().__getstate__()
+
+
+def _cut(path: Path, rows: int | None) -> int:
+    """Cut the CSV file at ``path`` back to its header and ``rows`` data rows (``None``: keep
+    them all); returns the data rows it holds. Fewer than ``rows``: a warning, nothing cut."""
+    if not path.is_file():
+        if rows:
+            _warn_missing(path, 0, rows)
+        return 0
+    found, end = -1, 0  # the first record is the header
+    with path.open("rb") as file:
+        def lines():
+            nonlocal end
+            for line in file:
+                end += len(line)  # csv pulls a record's lines and no more: end is its end
+                yield line.decode("utf-8")
+
+        for _ in csv.reader(lines()):
+            found += 1
+            if found == rows:
+                break
+    found = max(found, 0)
+    if rows is None:
+        return found
+    if found < rows:
+        _warn_missing(path, found, rows)
+        return found
+    if path.stat().st_size > end:
+        os.truncate(path, end)
+    return rows
+
+
+def _warn_missing(path: Path, found: int, rows: int) -> None:
+    warnings.warn(f"{path} holds {found} data rows, fewer than the {rows} it held when this "
+                  "logger was saved (was it removed or cut?); its new rows are appended to "
+                  "what is there", RuntimeWarning, stacklevel=2)
+
 
 def _open(path: Path, columns: tuple[str, ...]) -> tuple[Any, Any]:
     new = not path.exists() or path.stat().st_size == 0
-    file = path.open("a", newline="")
+    file = path.open("a", newline="", encoding="utf-8")
     writer = csv.writer(file, lineterminator="\n")
     if new:
         writer.writerow(columns)

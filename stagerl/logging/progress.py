@@ -93,7 +93,9 @@ class ConsoleSummary(LoggingHook):
 
     A line holds the env steps (of ``total`` when given), the episodes finished, the mean return
     of the last ``window``, the steps per second and the latest value of every scalar reported
-    with ``rl.log_scalar`` since the line before. ``file`` defaults to standard output.
+    with ``rl.log_scalar`` since the line before. ``file`` defaults to standard output. A copy
+    (pickle, a checkpoint) writes to standard output, or to standard error when ``file`` was
+    ``sys.stderr``: an open file is not data to copy.
 
     Example:
         >>> import stagerl as rl
@@ -123,6 +125,7 @@ class ConsoleSummary(LoggingHook):
         require_positive_int("ConsoleSummary", "window", self.window)
         self.recent: deque = deque(maxlen=self.window)
         self.latest: dict[str, float] = {}
+        self._to_stderr = False  # a copy's file: the stream itself is not copied
 
     def tick_every(self) -> int:
         return self.every_n_steps
@@ -154,5 +157,12 @@ class ConsoleSummary(LoggingHook):
         return " | ".join(parts)
 
     def _print(self, prefix: str) -> None:
-        print(prefix + self.line(), file=self.file or sys.stdout, flush=True)
+        file = self.file or (sys.stderr if self._to_stderr else sys.stdout)
+        print(prefix + self.line(), file=file, flush=True)
         self.latest.clear()
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state["_to_stderr"] = self.file is sys.stderr or (self.file is None and
+                                                          self._to_stderr)
+        return state

@@ -44,6 +44,13 @@ class TensorBoardLogger(LoggingHook):
     (the scalars of one step) costs about 30 µs: report per-update scalars every so many
     updates, not on every gradient step.
 
+    A copy (pickle, a checkpoint) keeps the counts and the events of the last env step, not the
+    writer. Started again after it has logged (a run resumed from a checkpoint of env step
+    ``k``), it opens a new event file, writes TensorBoard's ``SessionLog(START)`` at step ``k``
+    (on loading, TensorBoard drops the events of step ``k`` and later from the files before: a
+    killed process may have written them after the checkpoint) and writes again the events of
+    step ``k`` that came before the copy.
+
     Example:
         >>> import tempfile
         >>> import stagerl as rl
@@ -72,24 +79,39 @@ class TensorBoardLogger(LoggingHook):
         require_positive_int("TensorBoardLogger", "flush_seconds", self.flush_seconds)
         if not tensorboard_available():
             raise ImportError(f"TensorBoardLogger: {TENSORBOARD_MISSING}")
-        # Imported at construction (about 0.3 s), not inside the run it logs.
-        from tensorboard.compat.proto.event_pb2 import Event
-        from tensorboard.compat.proto.summary_pb2 import Summary
+        # Imported at construction (about 0.3 s), not inside the run it logs; the writer keeps
+        # the classes (protobuf classes are not data a checkpoint holds).
+        import tensorboard.compat.proto.event_pb2  # noqa: F401
+        import tensorboard.compat.proto.summary_pb2  # noqa: F401
 
-        self._event, self._summary = Event, Summary
         self._writer: _EventFile | None = None
+        # The events written at env step >= _kept_at, as (step, wall time, {tag: value}): a
+        # resumed copy writes them again after its START.
+        self._kept: list[tuple[int, float, dict[str, float]]] = []
+        self._kept_at = 0
 
     def start(self, policy: Any, env: Any) -> None:
         if self._writer is None:
             self._writer = _EventFile(Path(self.logdir), self.flush_seconds)
+            if self.env_step > 0:
+                self._writer.write_start(self.env_step)
+                for step, wall_time, scalars in self._kept_events():
+                    self._writer.write_scalars(step, scalars, wall_time)
 
     def add_scalars(self, step: int, scalars: dict[str, float]) -> None:
         """Write ``{tag: value}`` at env step ``step``, in one event (about 15 µs, mostly
         tensorboard's checksum in Python, whatever the event holds)."""
-        values = [self._summary.Value(tag=tag, simple_value=value)
-                  for tag, value in scalars.items()]
-        self._writer.write(self._event(wall_time=time.time(), step=step,
-                                       summary=self._summary(value=values)))
+        wall_time = time.time()
+        self._writer.write_scalars(step, scalars, wall_time)
+        if step >= self.env_step:
+            if self._kept_at != self.env_step:
+                self._kept = self._kept_events()
+            self._kept.append((step, wall_time, dict(scalars)))
+
+    def _kept_events(self) -> list[tuple[int, float, dict[str, float]]]:
+        """The kept events of env step ``env_step`` and later."""
+        self._kept_at = self.env_step
+        return [event for event in self._kept if event[0] >= self.env_step]
 
     def tick_every(self) -> int:
         return self.sps_every
@@ -123,6 +145,10 @@ class TensorBoardLogger(LoggingHook):
         if writer is not None:
             writer.close()
 
+    def __getstate__(self) -> dict:
+        self._kept = self._kept_events()
+        return super().__getstate__()
+
 
 class _EventFile:
     """A TensorBoard event file written in the caller's thread.
@@ -136,12 +162,14 @@ class _EventFile:
     _count = 0  # tells apart the files one process opens within a second
 
     def __init__(self, logdir: Path, flush_seconds: float) -> None:
-        from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+        from tensorboard.compat.proto.summary_pb2 import Summary
         from tensorboard.summary.writer.record_writer import RecordWriter
 
+        self._event, self._session_log, self._summary = Event, SessionLog, Summary
         logdir.mkdir(parents=True, exist_ok=True)
         _EventFile._count += 1
-        name = (f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
+        name = (f"events.out.tfevents.{_stamp(logdir):010d}.{socket.gethostname()}."
                 f"{os.getpid()}.{_EventFile._count}")
         self.path = logdir / name
         self._file = self.path.open("wb")
@@ -150,6 +178,18 @@ class _EventFile:
         self._flushed = time.monotonic()
         self.write(Event(wall_time=time.time(), file_version="brain.Event:2"))
         self.flush()
+
+    def write_scalars(self, step: int, scalars: dict[str, float], wall_time: float) -> None:
+        """One event holding ``{tag: value}`` at ``step``."""
+        summary = self._summary
+        values = [summary.Value(tag=tag, simple_value=value) for tag, value in scalars.items()]
+        self.write(self._event(wall_time=wall_time, step=step, summary=summary(value=values)))
+
+    def write_start(self, step: int) -> None:
+        """TensorBoard's mark of a restart at ``step``: loading the directory, it drops the
+        events of ``step`` and later read before this one (from the files named before)."""
+        self.write(self._event(wall_time=time.time(), step=step,
+                               session_log=self._session_log(status=self._session_log.START)))
 
     def write(self, event: Any) -> None:
         self._records.write(event.SerializeToString())
@@ -162,3 +202,14 @@ class _EventFile:
 
     def close(self) -> None:
         self._file.close()
+
+
+def _stamp(logdir: Path) -> int:
+    """The time in an event file's name: now, or later than every event file in ``logdir``
+    (TensorBoard reads them in name order, and a restart's file must come after the others)."""
+    stamp = int(time.time())
+    for path in logdir.glob("events.out.tfevents.*"):
+        field = path.name.split(".")[3]
+        if field.isdigit():
+            stamp = max(stamp, int(field) + 1)
+    return stamp
