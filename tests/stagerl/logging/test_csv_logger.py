@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import pickle
 
 import numpy as np
 import pytest
@@ -143,3 +144,47 @@ def test_bad_arguments_are_refused():
         CSVLogger(3)
     with pytest.raises(TypeError, match="flush_seconds"):
         CSVLogger("x", flush_seconds="soon")
+
+
+def run_copying_at(hook: CSVLogger, copy_at: int, steps: int) -> tuple[bytes, dict]:
+    """Run ``hook`` for ``steps`` env steps (a scalar reported at every one), pickling it at env
+    step ``copy_at``; returns the pickle and the files' text at that moment."""
+    taken: dict = {}
+
+    def copy_now(t, policy, env):
+        if t == copy_at:
+            taken["copy"] = pickle.dumps(hook)
+            taken["files"] = {p.name: p.read_text() for p in (hook.episodes_path,
+                                                              hook.updates_path)}
+
+    rl.run(rl.RandomPolicy(rng=0), rl.RandomWalk1D(), rl.StopAfterNSteps(steps, progress=False),
+           rl.DoEveryNSteps(lambda t, p, e: log_scalar("x", float(t)), n=1) + hook
+           + rl.DoEveryNSteps(copy_now, n=1))
+    return taken["copy"], taken["files"]
+
+
+def test_a_copy_started_again_cuts_each_file_back_to_the_rows_it_had(tmp_path):
+    hook = CSVLogger(tmp_path, flush_seconds=10_000)  # only the copy flushes before the end
+    copied, files = run_copying_at(hook, copy_at=20, steps=60)
+    assert files["updates.csv"].count("\n") == 1 + 20  # header and the rows of steps 1..20
+    assert files["episodes.csv"].count("\n") > 1
+    later = {name: (tmp_path / name).read_text() for name in files}
+    assert all(len(later[name]) > len(files[name]) for name in files)
+    resumed = pickle.loads(copied)
+    resumed.start(None, None)  # what a run resumed from the copy does first
+    resumed.finish(None, None)
+    assert {name: (tmp_path / name).read_text() for name in files} == files
+
+
+def test_a_copy_started_again_warns_about_a_file_with_fewer_rows_and_goes_on(tmp_path):
+    hook = CSVLogger(tmp_path)
+    copied, files = run_copying_at(hook, copy_at=20, steps=30)
+    (tmp_path / "episodes.csv").unlink()
+    resumed = pickle.loads(copied)
+    with pytest.warns(RuntimeWarning, match=r"episodes\.csv holds 0 data rows, fewer than"):
+        resumed.start(None, None)
+    resumed.finish(None, None)
+    assert (tmp_path / "episodes.csv").read_text().splitlines() == [",".join(
+        ("env_step", "episode", "sub_env", "return", "length", "terminated", "truncated",
+         "wall_time"))]
+    assert (tmp_path / "updates.csv").read_text() == files["updates.csv"]

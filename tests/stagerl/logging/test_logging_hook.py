@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import io
 import pickle
 from dataclasses import dataclass, field
 
@@ -113,3 +114,31 @@ def test_every_logger_hook_pickles_and_deep_copies_before_and_after_a_run(tmp_pa
             run(hook)
         counted = [h.env_step for h in (original, *copies)]
         assert counted == [200, 200, 200], type(original).__name__
+
+
+class Clock:
+    """A clock read by hand (a process's clock: its readings mean nothing in another)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_copy_started_again_continues_the_wall_time_it_had():
+    from stagerl.logging import ConsoleSummary
+
+    hook = ConsoleSummary(every_n_steps=1000, file=io.StringIO(), clock=Clock(1000.0))
+    rl.run(rl.RandomPolicy(rng=0), rl.RandomWalk1D(), rl.StopAfterNSteps(5, progress=False),
+           hook)
+    hook.clock.now = 1007.5
+    copied = pickle.loads(pickle.dumps(hook))
+    copied.clock.now = 3.0  # the clock of another process
+    assert copied.wall_time() == 7.5
+    copied.file = io.StringIO()
+    rl.run(rl.RandomPolicy(rng=0), rl.RandomWalk1D(), rl.StopAfterNSteps(5, progress=False),
+           copied)  # started at 3.0
+    copied.clock.now = 5.0
+    assert copied.wall_time() == 9.5
+    assert hook.wall_time() == 7.5

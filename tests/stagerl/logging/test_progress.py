@@ -84,3 +84,36 @@ def test_no_progress_bar_where_ci_is_set(capsys, monkeypatch):
 def test_bad_arguments_are_refused(make):
     with pytest.raises(ValueError, match="must be positive"):
         make()
+
+
+def test_progress_bar_and_console_summary_continue_counting_after_a_resume(tmp_path, capsys,
+                                                                           monkeypatch):
+    import re
+    import sys
+
+    from stagerl.checkpoints import Checkpoint, ResumableExperiment, resume
+
+    monkeypatch.delenv("CI", raising=False)  # the bar is drawn: its tqdm is left out of saves
+    bar, summary = ProgressBar(total=40), ConsoleSummary(every_n_steps=10, total=40,
+                                                         file=sys.stderr)
+    ResumableExperiment(rl.RandomPolicy(rng=0), rl.RandomWalk1D(),
+                        rl.StopAfterNSteps(40, progress=False),
+                        bar + summary + Checkpoint(20, tmp_path)).run()
+    def summary_lines(text):  # the summary lines without their speed, among the bar's
+        return [re.sub(r" \| [\d,]+ steps/s", "", found) for found in
+                re.findall(r"(?:done: )?env steps [^\n\r]*", text)]
+
+    lines = summary_lines(capsys.readouterr().err)
+    assert len(lines) == 5
+
+    resumed = resume(tmp_path / "step-000000020")
+    assert resumed.hook[0]._bar is None and resumed.hook[0].env_step == 20
+    resumed.run()
+    resumed_bar, resumed_summary = resumed.hook[0], resumed.hook[1]
+    assert (resumed_bar.env_step, resumed_bar.episodes) == (bar.env_step, bar.episodes)
+    assert list(resumed_bar.recent) == list(bar.recent)
+    # The summary lines go on where they were, to standard error as before.
+    out = capsys.readouterr()
+    assert "env steps" not in out.out
+    assert summary_lines(out.err) == lines[2:]
+    assert resumed_summary.episodes == summary.episodes

@@ -122,3 +122,51 @@ def test_bad_arguments_are_refused(tmp_path):
         TensorBoardLogger(None)
     with pytest.raises(ValueError, match="sps_every"):
         TensorBoardLogger(tmp_path, sps_every=0)
+
+
+def test_an_experiment_with_a_tensorboard_logger_saves_and_resumes(tmp_path):
+    from stagerl.checkpoints import Checkpoint, ResumableExperiment, resume
+
+    def experiment(logdir):
+        return ResumableExperiment(rl.RandomPolicy(rng=0), rl.RandomWalk1D(),
+                                   rl.StopAfterNSteps(60, progress=False),
+                                   TensorBoardLogger(logdir) + Checkpoint(25, logdir / "ck"))
+
+    whole = experiment(tmp_path / "whole").run().hook[0]
+    experiment(tmp_path / "resumed").run()
+    resumed = resume(tmp_path / "resumed" / "ck" / "step-000000025")
+    assert (resumed.hook[0].env_step, resumed.hook[0]._writer) == (25, None)
+    logger = resumed.run().hook[0]
+    assert (logger.env_step, logger.episodes) == (whole.env_step, whole.episodes) == (60, 11)
+    assert points(read(tmp_path / "resumed"), "charts/episodic_return") == points(
+        read(tmp_path / "whole"), "charts/episodic_return")
+
+
+def test_a_copy_started_again_after_logging_writes_a_session_start_at_its_env_step(tmp_path):
+    import pickle
+
+    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+    from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+
+    hook = TensorBoardLogger(tmp_path)
+    taken = {}
+
+    def copy_at_10(t, policy, env):
+        if t == 10:
+            taken["copy"] = pickle.dumps(hook)
+
+    rl.run(rl.RandomPolicy(rng=0), rl.RandomWalk1D(), rl.StopAfterNSteps(20, progress=False),
+           rl.DoEveryNSteps(lambda t, p, e: log_scalar("x", float(t)), n=5) + hook
+           + rl.DoEveryNSteps(copy_at_10, n=1))
+    assert points(read(tmp_path), "x") == [(5, 5.0), (10, 10.0), (15, 15.0), (20, 20.0)]
+    resumed = pickle.loads(taken["copy"])
+    resumed.start(None, None)  # what a run resumed from the copy does first
+    resumed.finish(None, None)
+    newest = max(tmp_path.glob("events.out.tfevents.*"))
+    events = [Event.FromString(record) for record in RawEventFileLoader(str(newest)).Load()]
+    assert events[0].file_version == "brain.Event:2"
+    assert (events[1].session_log.status, events[1].step) == (SessionLog.START, 10)
+    assert [(e.step, [(v.tag, v.simple_value) for v in e.summary.value])
+            for e in events[2:]] == [(10, [("x", 10.0)])]  # written before the copy, again
+    # TensorBoard drops what the first file holds from step 10 on: what came after the copy.
+    assert points(read(tmp_path), "x") == [(5, 5.0), (10, 10.0)]
