@@ -11,8 +11,9 @@ its own package and the layers below it; siblings on one layer never import each
     stagerl.checkpoints     saving and loading any of the above as data
     stagerl                 the public API (stagerl/__init__.py)
     stagerl.algorithms
+    stagerl.distributed     rollout workers on Ray and the learner they feed
     stagerl.experiments
-    stagerl.cli | stagerl.distributed
+    stagerl.cli
     stagerl.__main__        python -m stagerl
 """
 
@@ -30,8 +31,9 @@ LAYERS = [
     ["stagerl.checkpoints"],
     ["stagerl"],
     ["stagerl.algorithms"],
+    ["stagerl.distributed"],
     ["stagerl.experiments"],
-    ["stagerl.cli", "stagerl.distributed"],
+    ["stagerl.cli"],
     ["stagerl.__main__"],
 ]
 

@@ -1,16 +1,18 @@
 """Scale-out on Ray: rollout workers running the ordinary loop, feeding a central trajectory.
 
 ``import stagerl.distributed`` needs neither Ray nor torch; the names below load on first use,
-and only the Ray-backed ones (``WorkerPool``, ``Learner`` with a pool, ``learner_for``,
-``train``, ``connect``) need Ray, raising ``ImportError`` with the install command without it.
-See ``docs/distributed.md``.
+and only the Ray-backed ones (``WorkerPool``, ``Learner`` with a pool, ``connect``) need Ray,
+raising ``ImportError`` with the install command without it. Named experiments on Ray workers
+are one layer up: ``stagerl.experiments.learner_for`` and ``stagerl.experiments.run(name,
+ray_workers=N)``. See ``docs/distributed.md``.
 
 * :class:`RolloutWorker`: the stagerl loop with a CPU copy of the policy, handing over
   :class:`RolloutBatch` es of episode :class:`Fragment` s (plain Python, no Ray needed).
 * :class:`WorkerPool`: rollout workers as Ray actors; dead ones are replaced.
 * :class:`Learner`: bulk-inserts the batches into the central agent's trajectory, learns as its
   controller allows, broadcasts new weights once per version.
-* :func:`learner_for` and :func:`train`: the same for a named experiment.
+* :class:`WorkerLanes`: the env the central agent is built for (one lane per worker sub-env).
+* :class:`EpisodeReplay`: tells the central side's hooks the workers' episodes as they end.
 * :func:`get_weights`, :func:`set_weights`, :func:`set_env_steps`, :func:`on_policy`: what a
   policy type exchanges with its workers (generic functions to extend).
 """
@@ -28,8 +30,7 @@ __all__ = [
     "WorkerPool",
     "Learner",
     "WorkerLanes",
-    "learner_for",
-    "train",
+    "EpisodeReplay",
     "connect",
     "require_ray",
     "worker_seed",
@@ -50,9 +51,8 @@ _WHERE = {
     "connect": "pool",
     "require_ray": "pool",
     "Learner": "learner",
-    "WorkerLanes": "experiment",
-    "learner_for": "experiment",
-    "train": "experiment",
+    "WorkerLanes": "lanes",
+    "EpisodeReplay": "replay",
     "get_weights": "protocol",
     "set_weights": "protocol",
     "set_env_steps": "protocol",

@@ -18,4 +18,13 @@ Example:
 from stagerl.experiments.registry import NamedExperiment, configure, describe, load, names
 from stagerl.experiments.runner import run
 
-__all__ = ["NamedExperiment", "names", "describe", "load", "configure", "run"]
+__all__ = ["NamedExperiment", "names", "describe", "load", "configure", "run", "learner_for"]
+
+
+def __getattr__(name: str):
+    # Loaded on first use: the distributed machinery is not needed to list experiments.
+    if name == "learner_for":
+        from stagerl.experiments.distributed import learner_for
+
+        return learner_for
+    raise AttributeError(f"module 'stagerl.experiments' has no attribute {name!r}")

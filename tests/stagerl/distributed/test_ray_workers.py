@@ -12,14 +12,8 @@ import numpy as np
 import pytest
 
 import stagerl as rl
-from stagerl.distributed import (
-    Learner,
-    RolloutWorkerError,
-    WorkerPool,
-    learner_for,
-    worker_seed,
-)
-from stagerl.experiments.registry import configure
+from stagerl.distributed import Learner, RolloutWorkerError, WorkerPool, worker_seed
+from stagerl.experiments import configure, learner_for
 
 ray = pytest.importorskip("ray")
 

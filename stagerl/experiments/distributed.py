@@ -1,11 +1,12 @@
 """Named experiments on Ray workers: the central agent, the workers' factories, a whole run.
 
 :func:`learner_for` builds what a distributed run of a named experiment needs: the central
-agent, built by the experiment's own ``make_agent`` for :class:`WorkerLanes` (the spaces of the
-experiment's env, one lane per sub-env of every worker), and a
-:class:`~stagerl.distributed.pool.WorkerPool` whose workers build the experiment's env and agent
-(on the CPU) themselves. :func:`train` runs it and evaluates the central agent as
-``stagerl.experiments.run`` does.
+agent, built by the experiment's own ``make_agent`` for
+:class:`~stagerl.distributed.WorkerLanes` (the spaces of the experiment's env, one lane per
+sub-env of every worker), and a :class:`~stagerl.distributed.WorkerPool` whose workers build the
+experiment's env and agent (on the CPU) themselves. :func:`train` runs it, tells the run's hooks
+the workers' episodes (:class:`~stagerl.distributed.EpisodeReplay`) and evaluates the central
+agent as ``stagerl.experiments.run`` does; ``run(name, ray_workers=N)`` calls it.
 """
 
 from __future__ import annotations
@@ -14,55 +15,16 @@ import dataclasses
 import statistics
 from typing import Any
 
-from stagerl.core.env import VectorEnv
 from stagerl.core.evaluation import evaluate
+from stagerl.core.hooks_base import ComposedHook, Hook
+from stagerl.distributed.lanes import WorkerLanes
 from stagerl.distributed.learner import Learner
 from stagerl.distributed.pool import WorkerPool
+from stagerl.distributed.replay import EpisodeReplay
 from stagerl.experiments.registry import EVAL_EPISODES, EVAL_SEED_OFFSET, NamedExperiment, load
+from stagerl.logging.evaluation import Evaluate
 
-__all__ = ["WorkerLanes", "ExperimentEnv", "ExperimentAgent", "learner_for", "train"]
-
-
-class WorkerLanes(VectorEnv):
-    """What the central agent is built for: the spaces of one worker's env and one lane per
-    sub-env of every worker. It is never stepped (the workers act).
-
-    Example:
-        >>> import stagerl as rl
-        >>> lanes = WorkerLanes(rl.GymEnv("CartPole-v1"), workers=3)
-        >>> lanes.num_envs, lanes.single_action_space
-        (3, Discrete(2))
-    """
-
-    def __init__(self, env: Any, workers: int):
-        vector = isinstance(env, VectorEnv)
-        self.lanes_per_worker = int(env.num_envs) if vector else 1
-        self.num_envs = self.lanes_per_worker * int(workers)
-        self._action_space = env.single_action_space if vector else env.action_space
-        self._state_space = env.single_state_space if vector else env.state_space
-        self.autoreset_mode = getattr(env, "autoreset_mode", None)
-
-    @property
-    def single_action_space(self) -> Any:
-        return self._action_space
-
-    @property
-    def single_state_space(self) -> Any:
-        return self._state_space
-
-    @property
-    def action_space(self) -> Any:
-        return self._action_space
-
-    @property
-    def state_space(self) -> Any:
-        return self._state_space
-
-    def reset(self) -> None:
-        raise RuntimeError("WorkerLanes is never stepped: the rollout workers act")
-
-    def act(self, action: Any) -> None:
-        raise RuntimeError("WorkerLanes is never stepped: the rollout workers act")
+__all__ = ["ExperimentEnv", "ExperimentAgent", "learner_for", "train"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +66,8 @@ def learner_for(experiment: str | NamedExperiment, config: Any = None, seed: int
                 steps_per_batch: int | None = None, in_flight: int | None = None,
                 cpus_per_worker: float = 1.0, make_hook: Any = None,
                 callback: Any = None) -> Learner:
-    """A :class:`Learner` for a named experiment with ``workers`` Ray workers.
+    """A :class:`~stagerl.distributed.Learner` for a named experiment with ``workers`` Ray
+    workers.
 
     ``config`` is the experiment's configuration (default: its own defaults); the central agent
     is built on ``device`` with ``seed``, worker ``i`` from ``worker_seed(seed, i)``. Bad input
@@ -138,16 +101,33 @@ def learner_for(experiment: str | NamedExperiment, config: Any = None, seed: int
         raise
 
 
-def train(experiment: str | NamedExperiment, config: Any = None, steps: int | None = None,
-          seed: int = 0, workers: int = 2, address: str | None = None, device: Any = "auto",
-          **options: Any) -> dict:
+def train(experiment: str | NamedExperiment, config: Any, steps: int | None, seed: int,
+          workers: int, address: str | None = None, device: Any = "auto", *,
+          hooks: Any = (), **options: Any) -> dict:
     """Train a named experiment with ``workers`` Ray workers, then evaluate the central agent
     on ``EVAL_EPISODES`` deterministic episodes of a separate env, as
-    ``stagerl.experiments.run`` does; returns the summary (``env_steps``, ``wall_seconds``,
-    ``steps_per_second``, ``eval_return_mean``, ``eval_return_std``, ``eval_episodes``, and the
-    ``Learner.figures()`` under ``workers``). ``options`` go to :func:`learner_for`.
+    ``stagerl.experiments.run`` does.
+
+    Args:
+        experiment: a :class:`NamedExperiment` or its name.
+        config: its configuration (``None``: its defaults); ``steps`` replaces ``config.steps``
+            so that schedules follow the run's length (``None``: ``config.steps``).
+        seed: the central agent's seed; worker ``i`` acts with ``worker_seed(seed, i)``.
+        workers: Ray rollout workers; ``address``: the Ray cluster (``None``: a local one).
+        device: where the central agent learns (the workers act on the CPU).
+        hooks: hooks of the central side (a Hook or a list: ``CSVLogger``, ``ConsoleSummary``,
+            ``Evaluate``, ...). They see the workers' episodes as they end, replayed by
+            :class:`~stagerl.distributed.EpisodeReplay`, and the central agent as the policy.
+        options: passed to :func:`learner_for` (``steps_per_batch``, ``in_flight``,
+            ``cpus_per_worker``, ``make_hook``, ``callback``).
+
+    Returns:
+        The summary: ``seed``, ``device``, ``env_steps``, ``wall_seconds`` (training, without
+        the workers' start), ``steps_per_second``, ``eval_return_mean``, ``eval_return_std``,
+        ``eval_episodes``, ``evaluations`` (those of an ``Evaluate`` hook, else ``[]``),
+        ``config`` and ``workers`` (``Learner.figures()``: each worker's env steps per second).
     """
-    from stagerl.experiments.runner import make_eval_env
+    from stagerl.utils.devices import resolve_device
 
     experiment = _experiment(experiment)
     config = experiment.config() if config is None else config
@@ -155,18 +135,57 @@ def train(experiment: str | NamedExperiment, config: Any = None, steps: int | No
     if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
         raise ValueError(f"steps must be a positive int, got steps={steps!r}")
     config = dataclasses.replace(config, steps=steps)  # schedules follow the run's length
+    hooks = [hooks] if isinstance(hooks, Hook) else list(hooks)
+    hook = ComposedHook(*hooks)  # TypeError for anything not a Hook, before workers start
+    device = resolve_device(device)
+    callback = options.pop("callback", None)
     with learner_for(experiment, config, seed, device, workers, address, **options) as learner:
-        figures = learner.train(steps)
-    eval_env = make_eval_env(experiment, config, seed + EVAL_SEED_OFFSET)
-    returns = evaluate(learner.agent, eval_env, EVAL_EPISODES, experiment.eval_max_episode_steps)
+        replay = EpisodeReplay(hook, learner.agent)
+        learner.callback = replay if callback is None else _Both(replay, callback)
+        try:
+            figures = learner.train(steps)
+        except BaseException:
+            replay.finish(cut_running=False)  # the hooks close their files
+            raise
+        replay.finish()
+    returns = evaluate(learner.agent, _eval_env(experiment, config, seed + EVAL_SEED_OFFSET),
+                       EVAL_EPISODES, experiment.eval_max_episode_steps)
+    during = next((h for h in hook if isinstance(h, Evaluate)), None)
     return {
         "seed": seed,
+        "device": str(device),
         "env_steps": figures["env_steps"],
         "wall_seconds": figures["wall_seconds"],
         "steps_per_second": figures["steps_per_second"],
         "eval_return_mean": statistics.fmean(returns),
         "eval_return_std": statistics.pstdev(returns),
         "eval_episodes": len(returns),
-        "workers": figures,
+        "evaluations": [] if during is None else [
+            {"env_step": s, "return_mean": statistics.fmean(r),
+             "return_std": statistics.pstdev(r)}
+            for s, r in zip(during.steps, during.returns, strict=True)],
         "config": dataclasses.asdict(config),
+        "workers": figures,
     }
+
+
+def _eval_env(experiment: NamedExperiment, config: Any, seed: int) -> Any:
+    """The experiment's evaluation env, as the runner builds it (its own ``make_eval_env``,
+    else a single ``GymEnv``)."""
+    if experiment.make_eval_env is not None:
+        return experiment.make_eval_env(config, seed)
+    from stagerl.envs.gym import GymEnv
+
+    return GymEnv(config.env_id, seed=seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Both:
+    """Two learner callbacks, in order."""
+
+    first: Any
+    second: Any
+
+    def __call__(self, learner: Any, batch: Any) -> None:
+        self.first(learner, batch)
+        self.second(learner, batch)
