@@ -17,7 +17,7 @@ __all__ = ["NamedExperiment", "names", "describe", "load", "configure", "parse_o
            "hyper_parameters"]
 
 _HERE = Path(__file__).resolve().parent
-_NOT_EXPERIMENTS = {"registry", "runner", "evaluation"}
+_NOT_EXPERIMENTS = {"registry", "runner", "evaluation", "distributed"}
 #: Deterministic evaluation episodes at the end of every run.
 EVAL_EPISODES = 20
 #: The evaluation env's seed is the run's seed plus this, so it never shares the training env's.
