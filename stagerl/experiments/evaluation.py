@@ -1,11 +1,6 @@
-"""Evaluating a saved run: the deterministic returns of a run's checkpoint, and a video of it.
-
-:func:`evaluate_checkpoint` loads the agent of a checkpoint that ``stagerl run`` wrote, rebuilds
-the run's hyper-parameters from the checkpoint's manifest and evaluates the agent on the
-experiment's evaluation env with the seed the run's own final evaluation used, so that the
-returns of a finished run's last checkpoint are those of its ``summary.json``. With ``video=``
-the first episode is filmed (``.gif`` with Pillow, ``.mp4`` with imageio-ffmpeg).
-"""
+"""Evaluating a saved run: the deterministic returns of a run's checkpoint, on the evaluation
+env and seed of the run's own final evaluation, and a video of its first episode (``.gif`` with
+Pillow, ``.mp4`` with imageio-ffmpeg)."""
 
 from __future__ import annotations
 
@@ -13,7 +8,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import gymnasium
 import numpy as np
+from PIL import Image
 
 import stagerl as rl
 from stagerl.checkpoints import CheckpointError, find, load, read_manifest
@@ -44,25 +41,22 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 20, *, video: str | Pa
     Args:
         path: a checkpoint, a directory of checkpoints or a log directory of ``stagerl run``.
         episodes: how many deterministic episodes.
-        video: write the first episode as a video there (``.gif`` or ``.mp4``, which needs
-            ``pip install 'stagerl[video]'``): the frame after the reset and one per step, at
-            the env's ``render_fps`` (30 if it has none). The env must render ``rgb_array``
-            frames; all episodes then run on the rendering env (same returns).
+        video: a ``.gif`` or ``.mp4`` (``pip install 'stagerl[video]'``) of the first episode:
+            the frame after the reset and one per step, at the env's ``render_fps`` (else 30).
+            The env must render ``rgb_array`` frames (all episodes run on it: same returns).
         seed: the evaluation env's seed; ``None`` for the run's final evaluation's seed.
         device: where the agent runs (``"cpu"``, ``"cuda"``, ``"auto"``, a ``torch.device``).
 
     Returns:
-        ``{"checkpoint", "experiment", "env_steps", "seed", "episodes", "return_mean",
-        "return_std", "returns", "video"}``: the checkpoint's path, the experiment's name, the
-        env steps the run had made, the evaluation env's seed, the returns' mean and population
-        standard deviation and the list of them, the video's path or ``None``.
+        ``{"checkpoint": str, "experiment": str, "env_steps": int, "seed": int,
+        "episodes": int, "return_mean": float, "return_std": float (population),
+        "returns": [float, ...], "video": str | None}``.
 
     Raises:
-        ValueError: ``episodes`` below 1, no checkpoint at ``path``, a checkpoint that no run
-            wrote (no experiment in its manifest), a video suffix other than ``.gif`` or
-            ``.mp4``, a video directory that does not exist, an env that cannot render
-            ``rgb_array`` frames; checked before anything is loaded or written.
-        ImportError: ``.mp4`` without imageio-ffmpeg, or an env whose rendering needs pygame.
+        ValueError: ``episodes`` below 1, no checkpoint at ``path``, a checkpoint no run wrote,
+            a video suffix other than ``.gif``/``.mp4``, a video directory that does not exist,
+            an env that cannot render ``rgb_array``; all before anything is loaded or written.
+        ImportError: ``.mp4`` without imageio-ffmpeg, or a renderer without pygame.
 
     Example:
         >>> import tempfile
@@ -78,9 +72,10 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 20, *, video: str | Pa
         raise TypeError(f"episodes must be an int, got {episodes!r}")
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got episodes={episodes}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ValueError(f"seed must be a non-negative int or None (the run's evaluation "
-                         f"seed), got seed={seed!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TypeError(f"seed must be an int or None (the run's evaluation seed), got {seed!r}")
+    if seed is not None and seed < 0:
+        raise ValueError(f"seed must be non-negative, got seed={seed}")
     device = resolve_device(device)
     video = _checked_video_path(video)
     checkpoint, info, manifest = _run_checkpoint(path)
@@ -88,24 +83,22 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 20, *, video: str | Pa
     config = configure(info["experiment"], **info["config"])
     if seed is None:
         seed = info["seed"] + EVAL_SEED_OFFSET
-    env = make_eval_env(experiment, config, seed)
-    filming = None
-    if video is not None:
-        env = _rendering_env(experiment, config, seed, env, info["experiment"])
-        filming = _Filming(_writer_for(video, env))
+    if video is None:
+        env, filming = make_eval_env(experiment, config, seed), None
+    else:
+        env = _rendering_env(experiment, config, seed, info["experiment"])
+        writer = _Mp4Writer if video.suffix.lower() == ".mp4" else _GifWriter
+        filming = _Filming(writer(video, float(env.env.metadata.get("render_fps") or 30)))
     agent = load(checkpoint, map_location=device)
-    returns = _evaluate(agent, env, episodes, experiment.eval_max_episode_steps, filming)
-    return {
-        "checkpoint": str(checkpoint),
-        "experiment": info["experiment"],
-        "env_steps": (manifest.get("summary") or {}).get("env_steps"),
-        "seed": seed,
-        "episodes": episodes,
-        "return_mean": statistics.fmean(returns),
-        "return_std": statistics.pstdev(returns),
-        "returns": returns,
-        "video": None if video is None else str(video),
-    }
+    try:
+        returns = _evaluate(agent, env, episodes, experiment.eval_max_episode_steps, filming)
+    finally:
+        getattr(env, "close", lambda: None)()
+    summary = manifest.get("summary") or {}
+    return {"checkpoint": str(checkpoint), "experiment": info["experiment"],
+            "env_steps": summary.get("env_steps"), "seed": seed, "episodes": episodes,
+            "return_mean": statistics.fmean(returns), "return_std": statistics.pstdev(returns),
+            "returns": returns, "video": None if video is None else str(video)}
 
 
 def _run_checkpoint(path: Any) -> tuple[Path, dict, dict]:
@@ -154,32 +147,28 @@ def _checked_video_path(video: Any) -> Path | None:
     return video
 
 
-def _rendering_env(experiment: Any, config: Any, seed: int, env: Any, name: str) -> Any:
+def _rendering_env(experiment: Any, config: Any, seed: int, name: str) -> Any:
     """The evaluation env, rendering ``rgb_array`` frames; refused if it cannot."""
     if experiment.make_eval_env is None:  # the default evaluation env, made to render
         env = rl.GymEnv(config.env_id, seed=seed, render_mode="rgb_array")
+    else:
+        env = experiment.make_eval_env(config, seed)
     if getattr(getattr(env, "env", None), "render_mode", None) != "rgb_array":
+        getattr(env, "close", lambda: None)()
         raise ValueError(f"the evaluation env {env!r} of {name} cannot render rgb_array frames; "
                          "a video needs an env that renders rgb_array (a gymnasium env made "
                          "with render_mode='rgb_array')")
-    import gymnasium
-
-    probe = gymnasium.make(env.env.spec, render_mode="rgb_array") if env.env.spec else None
-    try:  # on a copy: the evaluation env's first reset must stay the seeded one
-        if probe is not None:
+    if env.env.spec is not None:  # a renderer missing pygame fails at its first frame: on a
+        probe = gymnasium.make(env.env.spec, render_mode="rgb_array")  # copy, before loading
+        try:
             probe.reset(seed=0)
             probe.render()
-    except gymnasium.error.DependencyNotInstalled as error:
-        raise ImportError(f"rendering {env!r} needs pygame ({error}): {_INSTALL_VIDEO}") from None
-    finally:
-        if probe is not None:
+        except gymnasium.error.DependencyNotInstalled as error:
+            raise ImportError(f"rendering {env!r} needs pygame ({error}): {_INSTALL_VIDEO}"
+                              ) from None
+        finally:
             probe.close()
     return env
-
-
-def _writer_for(video: Path, env: Any) -> Any:
-    fps = float(getattr(env.env, "metadata", {}).get("render_fps") or 30)
-    return _Mp4Writer(video, fps) if video.suffix.lower() == ".mp4" else _GifWriter(video, fps)
 
 
 class _GifWriter:
@@ -191,8 +180,6 @@ class _GifWriter:
         self.duration_ms = max(2, round(100 / fps)) * 10  # GIF times are in hundredths
 
     def add(self, frame: np.ndarray) -> None:
-        from PIL import Image
-
         self.images.append(Image.fromarray(frame).convert("P", palette=Image.Palette.ADAPTIVE))
 
     def close(self) -> None:
@@ -241,12 +228,7 @@ class _Filming(rl.Hook):
 
 
 @rl.push.dispatch(precedence=-1)
-def _(hook: _Filming, stage: rl.PreEpisodeStage, policy: object, env: object):
-    hook.film(env)
-
-
-@rl.push.dispatch(precedence=-1)
-def _(hook: _Filming, stage: rl.PostActStage, policy: object, env: object):
+def _(hook: _Filming, stage: rl.PreEpisodeStage | rl.PostActStage, policy: object, env: object):
     hook.film(env)
 
 

@@ -182,6 +182,15 @@ def test_episodes_must_be_a_positive_int(walk_run):
         evaluate_checkpoint(walk_run, episodes="3")
 
 
+def test_a_seed_must_be_a_non_negative_int_and_a_device_one_torch_knows(walk_run):
+    with pytest.raises(ValueError, match="seed must be non-negative, got seed=-1"):
+        evaluate_checkpoint(walk_run, seed=-1)
+    with pytest.raises(TypeError, match=r"seed must be an int or None .*got 1.5"):
+        evaluate_checkpoint(walk_run, seed=1.5)
+    with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'auto'"):
+        evaluate_checkpoint(walk_run, device="tpu")
+
+
 def test_a_path_without_checkpoints_is_refused_with_how_runs_write_them(tmp_path):
     (tmp_path / "empty").mkdir()
     for path in (tmp_path / "empty", tmp_path / "missing"):
