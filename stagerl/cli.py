@@ -4,7 +4,9 @@
 
     stagerl list
     stagerl run <experiment> [--steps N] [--seed S] [--device cpu|cuda|auto] [--logdir DIR]
-                [--overwrite] [--tensorboard | --no-tensorboard] [name=value ...]
+                [--overwrite | --resume] [--checkpoint-every N]
+                [--ray-workers N [--ray-address ADDR]]
+                [--tensorboard | --no-tensorboard] [name=value ...]
     stagerl run <experiment> --help          the experiment's hyper-parameters and defaults
     stagerl plot <logdir> [<logdir> ...] [--output PNG] [--window N]
     stagerl eval <logdir or checkpoint> [--episodes N]
@@ -82,23 +84,38 @@ def _run_parser() -> _Parser:
     parser = _Parser(
         prog="stagerl run", add_help=False,
         usage="stagerl run <experiment> [--steps N] [--seed S] [--device cpu|cuda|auto] "
-              "[--logdir DIR] [--overwrite] [--tensorboard | --no-tensorboard] "
+              "[--logdir DIR] [--overwrite | --resume] [--checkpoint-every N] "
+              "[--ray-workers N [--ray-address ADDR]] [--tensorboard | --no-tensorboard] "
               "[name=value ...]",
         description="Train a named experiment, evaluate it and write its log directory: "
                     "config.json, episodes.csv, updates.csv, TensorBoard event files, "
-                    "learning_curve.png and summary.json.")
+                    "learning_curve.png, checkpoints/ and summary.json. Ctrl-C saves a "
+                    "checkpoint; --resume continues the run from its newest one.")
     parser.add_argument("experiment", help="a name from `stagerl list`")
     parser.add_argument("overrides", nargs="*", metavar="name=value",
                         help="hyper-parameters (`stagerl run <experiment> --help` lists them)")
     parser.add_argument("--steps", type=_count, metavar="N",
                         help="env steps to train (default: the experiment's)")
-    parser.add_argument("--seed", type=_count, default=0, metavar="S", help="default 0")
+    parser.add_argument("--seed", type=_count, metavar="S",
+                        help="default 0 (with --resume: the run's)")
     parser.add_argument("--device", default="auto", metavar="cpu|cuda|auto",
                         help="default auto: CUDA where there is one")
     parser.add_argument("--logdir", metavar="DIR",
                         help="default runs/<experiment>/<timestamp>-seed<S>")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the run in a log directory that holds one")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --logdir DIR from its newest checkpoint, to "
+                             "--steps N env steps in all (default: the run's own); it ends as "
+                             "the run that was never stopped would have")
+    parser.add_argument("--checkpoint-every", type=_count, metavar="N",
+                        help="env steps between checkpoints (default 10,000 and the last "
+                             "step; 0: no checkpoints)")
+    parser.add_argument("--ray-workers", type=_count, metavar="N",
+                        help="act in N Ray rollout workers (pip install 'stagerl[ray]'); "
+                             "not checkpointed")
+    parser.add_argument("--ray-address", metavar="ADDR",
+                        help="the Ray cluster to join (default: a local Ray)")
     parser.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=None,
                         help="TensorBoard event files (default: when tensorboard is installed)")
     parser.add_argument("-h", "--help", action="store_true", help="show this help")
@@ -153,17 +170,29 @@ def run_command(argv: list[str]) -> int:
         if args.steps is not None and overrides.get("steps", args.steps) != args.steps:
             raise ValueError(f"steps is given twice: --steps {args.steps} and "
                              f"steps={overrides['steps']}")
-        logdir = args.logdir or default_logdir(args.experiment, args.seed)
+        if args.resume and args.logdir is None:
+            raise ValueError("--resume continues the run in a log directory: pass its "
+                             "--logdir DIR")
+        logdir = args.logdir or default_logdir(args.experiment, args.seed or 0)
+        every = args.checkpoint_every
+        checkpoints = {} if every is None else {"checkpoint_every": every or None}
         return prepare(args.experiment, args.steps, args.seed, args.device, logdir,
                        overwrite=args.overwrite, tensorboard=args.tensorboard,
-                       overrides=overrides)
+                       overrides=overrides, resume=args.resume, ray_workers=args.ray_workers,
+                       ray_address=args.ray_address, **checkpoints)
 
     prepared = _checked(checked_request)
     try:
         summary = execute(prepared)
-    except KeyboardInterrupt:
-        print(f"stagerl run: interrupted; the logs so far are in {prepared.logdir}",
-              file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        saved = str(interrupt).split("checkpoint written to ", 1)
+        if len(saved) == 2:
+            print(f"stagerl run: interrupted; checkpoint written to {saved[1]}; continue "
+                  f"with: stagerl run {prepared.name} --logdir {prepared.logdir} --resume",
+                  file=sys.stderr)
+        else:
+            print(f"stagerl run: interrupted; the logs so far are in {prepared.logdir}",
+                  file=sys.stderr)
         return 130
     print(f"{summary['experiment']} seed {summary['seed']}: {summary['env_steps']:,} env steps "
           f"in {summary['wall_seconds']:.1f} s ({summary['steps_per_second']:,.0f} steps/s)")

@@ -62,8 +62,11 @@ def test_run_writes_a_log_directory_with_every_file(tmp_path):
     logdir = tmp_path / "out"
     files = sorted(p.name for p in logdir.iterdir())
     assert [f for f in files if not f.startswith("events.out.tfevents.")] == [
-        "config.json", "episodes.csv", "learning_curve.png", "summary.json", "updates.csv"]
-    assert len(files) == 6
+        "checkpoints", "config.json", "episodes.csv", "learning_curve.png", "summary.json",
+        "updates.csv"]
+    assert len(files) == 7
+    assert sorted(p.name for p in (logdir / "checkpoints").iterdir()) == ["best",
+                                                                          "step-000000300"]
     config = json.loads((logdir / "config.json").read_text())
     assert config["seed"] == 1 and config["steps"] == 300
     assert config["config"]["lr"] == 0.3 and config["config"]["n_states"] == 9
@@ -217,7 +220,10 @@ def test_ctrl_c_flushes_the_logs_and_exits_130(tmp_path):
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
-    assert err.splitlines()[-1] == "stagerl run: interrupted; the logs so far are in out"
+    last = err.splitlines()[-1]
+    assert last.startswith("stagerl run: interrupted; checkpoint written to "
+                           f"{Path('out') / 'checkpoints' / 'step-'}"), err
+    assert last.endswith(f"; continue with: stagerl run {NAME} --logdir out --resume")
     assert "Traceback" not in err
     rows = (tmp_path / "out" / "episodes.csv").read_text().splitlines()
     assert rows[0].startswith("env_step,") and len(rows) > 10

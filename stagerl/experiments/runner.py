@@ -2,9 +2,14 @@
 the summary.
 
 :func:`prepare` checks the whole request (experiment, hyper-parameters, steps, seed, device, log
-directory, TensorBoard) and builds the env and the agent, writing nothing; :func:`execute` runs
-what it prepared. :func:`run` does both. The command line calls them apart, so that bad input is
-one line and exit status 2 with nothing written.
+directory, TensorBoard, a run to resume) and builds the env and the agent, writing nothing;
+:func:`execute` runs what it prepared. :func:`run` does both. The command line calls them apart,
+so that bad input is one line and exit status 2 with nothing written.
+
+A run with a log directory runs as a :class:`~stagerl.checkpoints.ResumableExperiment`: a
+:class:`~stagerl.checkpoints.Checkpoint` hook saves all of it to ``<logdir>/checkpoints`` every
+``checkpoint_every`` env steps and at its end, Ctrl-C saves it at the end of the current step,
+and ``resume=True`` continues it from its newest checkpoint exactly as if it had never stopped.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import stagerl as rl
+from stagerl.experiments._resuming import CHECKPOINTS, ResumeRequest, check_resume
 from stagerl.experiments.registry import (
     EVAL_EPISODES,
     EVAL_SEED_OFFSET,
@@ -40,12 +46,14 @@ from stagerl.logging.plotting import in_notebook
 from stagerl.logging.tensorboard_logger import TENSORBOARD_MISSING
 
 __all__ = ["run", "prepare", "execute", "PreparedRun", "make_eval_env", "default_hooks",
-           "EVAL_EVERY_N_STEPS", "EVAL_EPISODES_DURING"]
+           "EVAL_EVERY_N_STEPS", "EVAL_EPISODES_DURING", "CHECKPOINT_EVERY_N_STEPS"]
 
 #: The default hooks evaluate every this many env steps ...
 EVAL_EVERY_N_STEPS = 10_000
 #: ... this many deterministic episodes (the final evaluation runs ``EVAL_EPISODES``).
 EVAL_EPISODES_DURING = 5
+#: A run with a log directory saves a checkpoint every this many env steps (and at its end).
+CHECKPOINT_EVERY_N_STEPS = 10_000
 
 
 def make_eval_env(experiment: NamedExperiment, config: Any, seed: int) -> Any:
@@ -72,49 +80,95 @@ class PreparedRun:
     env: Any
     agent: Any
     notices: list[str]
+    checkpoint_every: int | None = None
+    resuming: ResumeRequest | None = None
+    ray_workers: int | None = None
+    ray_address: str | None = None
 
 
-def prepare(name: str, steps: int | None = None, seed: int = 0, device: Any = "auto",
+def prepare(name: str, steps: int | None = None, seed: int | None = 0, device: Any = "auto",
             logdir: str | Path | None = None, *, progress: bool = True,
             overwrite: bool = False, tensorboard: bool | None = None,
-            overrides: dict[str, Any] | None = None) -> PreparedRun:
+            overrides: dict[str, Any] | None = None, resume: bool = False,
+            checkpoint_every: int | None = CHECKPOINT_EVERY_N_STEPS,
+            ray_workers: int | None = None, ray_address: str | None = None) -> PreparedRun:
     """Check a run request and build its env and agent; ``ValueError`` or ``TypeError`` (with
     the fix) for bad input. Writes nothing (the log directory is only looked at).
 
     ``tensorboard``: ``None`` writes TensorBoard logs when the package is installed (else a
-    one-line notice), ``True`` requires it, ``False`` skips them.
+    one-line notice), ``True`` requires it, ``False`` skips them. ``resume``: continue the run
+    in ``logdir`` (see :func:`run`); its env and agent come from the checkpoint. With
+    ``ray_workers`` the env and agent are built when the workers start.
     """
     experiment = load(name)
-    config = configure(name, **(overrides or {}))
-    if steps is None:
-        steps = config.steps
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
-        raise ValueError(f"steps must be a positive int, got steps={steps!r}")
-    config = dataclasses.replace(config, steps=steps)  # schedules follow the run's length
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got seed={seed!r}")
+    overrides = dict(overrides or {})
+    if ray_workers is not None:
+        if isinstance(ray_workers, bool) or not isinstance(ray_workers, int) or ray_workers < 1:
+            raise ValueError(f"ray_workers must be an int >= 1, got ray_workers={ray_workers!r}")
+        if resume:
+            raise ValueError("a run on Ray workers is not checkpointed, so it cannot be "
+                             "resumed; leave out --ray-workers or --resume")
+        checkpoint_every = None  # the workers' envs live in other processes
+    elif ray_address is not None:
+        raise ValueError("ray_address= names the Ray cluster of a run on Ray workers: pass "
+                         "ray_workers= too (--ray-workers N)")
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(
+            checkpoint_every, int) or checkpoint_every <= 0):
+        raise ValueError(f"checkpoint_every must be a positive int or None (no checkpoints), got "
+                         f"checkpoint_every={checkpoint_every!r}")
+    if resume:
+        if overwrite:
+            raise ValueError("resume continues the run in the log directory and overwrite "
+                             "replaces it: pass one of them")
+        request = check_resume(name, logdir, steps, seed, overrides)
+        config, steps, seed, logdir = request.config, request.steps, request.seed, Path(logdir)
+    else:
+        request = None
+        config = configure(name, **overrides)
+        if steps is None:
+            steps = config.steps
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
+            raise ValueError(f"steps must be a positive int, got steps={steps!r}")
+        config = dataclasses.replace(config, steps=steps)  # schedules follow the run's length
+        seed = 0 if seed is None else seed
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got seed={seed!r}")
+        if logdir is not None:
+            logdir = check_logdir(logdir, overwrite)
     notices = []
-    if logdir is not None:
-        logdir = check_logdir(logdir, overwrite)
     if tensorboard and logdir is None:
         raise ValueError("TensorBoard logs need a log directory: pass logdir=")
     if tensorboard and not tensorboard_available():
         raise ValueError(TENSORBOARD_MISSING)
     if tensorboard is None:
         tensorboard = logdir is not None and tensorboard_available()
-        if logdir is not None and not tensorboard:
+        if logdir is not None and not tensorboard and not resume:
             notices.append(f"no TensorBoard logs: {TENSORBOARD_MISSING}")
     import torch
 
     from stagerl.utils.devices import resolve_device  # imports torch: not on `stagerl list`
 
     device = resolve_device(device)
+    if request is not None:
+        return PreparedRun(name, experiment, config, steps, seed, device, logdir, False,
+                           bool(tensorboard), progress, None, None, notices, checkpoint_every,
+                           request)
+    if ray_workers is not None:
+        from stagerl.distributed import connect
 
+        try:  # Ray installed, the cluster there: found out before anything is written
+            connect(ray_address)
+        except (ImportError, ConnectionError) as error:
+            raise ValueError(str(error)) from None
+        return PreparedRun(name, experiment, config, steps, seed, device, logdir, overwrite,
+                           bool(tensorboard), progress, None, None, notices, None, None,
+                           ray_workers, ray_address)
     torch.manual_seed(seed)  # network initialisation; policies own their sampling generators
     env = experiment.make_env(config, seed)
     agent = experiment.make_agent(config, env, seed, device)
     return PreparedRun(name, experiment, config, steps, seed, device, logdir, overwrite,
-                       bool(tensorboard), progress, env, agent, notices)
+                       bool(tensorboard), progress, env, agent, notices,
+                       checkpoint_every if logdir is not None else None)
 
 
 def default_hooks(prepared: PreparedRun) -> list[rl.Hook]:
@@ -145,35 +199,40 @@ def default_hooks(prepared: PreparedRun) -> list[rl.Hook]:
 
 def execute(prepared: PreparedRun, hook: rl.Hook | None = None) -> dict[str, Any]:
     """Train with the default hooks (and ``hook``), evaluate, summarise; returns the summary
-    (written as ``summary.json`` when there is a log directory)."""
+    (written as ``summary.json`` when there is a log directory).
+
+    Ctrl-C during training saves a checkpoint at the end of the current step (when the run has
+    a log directory), writes the logs and raises ``KeyboardInterrupt``."""
     for notice in prepared.notices:
         print(f"stagerl: {notice}", file=sys.stderr)
-    hooks = default_hooks(prepared) + ([] if hook is None else [hook])
-    evaluations = next((h for h in hooks if isinstance(h, Evaluate)), None)
-    logdir = prepared.logdir
-    if logdir is not None:
-        open_logdir(logdir, prepared.overwrite)
-        write_json(logdir / "config.json", {
-            "experiment": prepared.name, "seed": prepared.seed,
-            "device": str(prepared.device), "steps": prepared.steps,
-            "config": dataclasses.asdict(prepared.config),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        })
-    stop = rl.StopAfterNSteps(prepared.steps, progress=False)
+    if prepared.ray_workers is not None:
+        return _on_ray_workers(prepared, hook)
+    if prepared.resuming is not None:
+        if hook is not None:
+            raise ValueError("a resumed run goes on with the hooks saved in its checkpoint; "
+                             "hook= cannot be added to it")
+        trainer = _resumed(prepared)
+    else:
+        trainer = _started(prepared, hook)
+    stop = trainer.stop_condition
+    first_step = stop.step
     start = time.perf_counter()
-    rl.run(prepared.agent, prepared.env, stop, rl.ComposedHook(*hooks))
+    trainer.run()
     wall = time.perf_counter() - start
+    members = trainer.hook.hooks if isinstance(trainer.hook, rl.ComposedHook) else [trainer.hook]
+    evaluations = next((h for h in members if isinstance(h, Evaluate)), None)
     experiment = prepared.experiment
     eval_env = make_eval_env(experiment, prepared.config, prepared.seed + EVAL_SEED_OFFSET)
-    returns = rl.evaluate(prepared.agent, eval_env, EVAL_EPISODES,
+    returns = rl.evaluate(trainer.policy, eval_env, EVAL_EPISODES,
                           experiment.eval_max_episode_steps)
+    steps_here = stop.step - first_step
     summary = {
         "experiment": prepared.name,
         "seed": prepared.seed,
         "device": str(prepared.device),
         "env_steps": stop.step,
         "wall_seconds": wall,
-        "steps_per_second": stop.step / wall if wall > 0 else float("inf"),
+        "steps_per_second": steps_here / wall if wall > 0 else float("inf"),
         "eval_return_mean": statistics.fmean(returns),
         "eval_return_std": statistics.pstdev(returns),
         "eval_episodes": len(returns),
@@ -185,16 +244,110 @@ def execute(prepared: PreparedRun, hook: rl.Hook | None = None) -> dict[str, Any
         "versions": versions(),
         "total_seconds": time.perf_counter() - start,
     }
+    if prepared.resuming is not None:
+        # This process's share: wall_seconds and steps_per_second count from the resume.
+        summary["resumed_at_step"] = first_step
+    logdir = prepared.logdir
     if logdir is not None:
         summary["logdir"] = str(logdir)
         write_json(logdir / "summary.json", summary)
     return summary
 
 
-def run(name: str, steps: int | None = None, seed: int = 0, device: Any = "auto",
+def _on_ray_workers(prepared: PreparedRun, hook: rl.Hook | None) -> dict[str, Any]:
+    from stagerl.experiments.distributed import train
+
+    hooks = default_hooks(prepared) + ([] if hook is None else [hook])
+    logdir = prepared.logdir
+    if logdir is not None:
+        open_logdir(logdir, prepared.overwrite)
+        write_json(logdir / "config.json", {**_config_json(prepared),
+                                            "ray_workers": prepared.ray_workers})
+    start = time.perf_counter()
+    summary = train(prepared.experiment, prepared.config, prepared.steps, prepared.seed,
+                    prepared.ray_workers, prepared.ray_address, prepared.device, hooks=hooks)
+    summary = {"experiment": prepared.name, "seed": prepared.seed,
+               "device": str(prepared.device), **summary,
+               "versions": versions(), "total_seconds": time.perf_counter() - start}
+    if logdir is not None:
+        summary["logdir"] = str(logdir)
+        write_json(logdir / "summary.json", summary)
+    return summary
+
+
+def _started(prepared: PreparedRun, hook: rl.Hook | None) -> rl.Experiment:
+    hooks = default_hooks(prepared) + ([] if hook is None else [hook])
+    logdir = prepared.logdir
+    stop = rl.StopAfterNSteps(prepared.steps, progress=False)
+    if logdir is None or prepared.checkpoint_every is None:
+        if logdir is not None:
+            open_logdir(logdir, prepared.overwrite)
+            write_json(logdir / "config.json", _config_json(prepared))
+        return rl.Experiment(prepared.agent, prepared.env, stop, rl.ComposedHook(*hooks))
+    from stagerl.checkpoints import Checkpoint, ResumableExperiment
+    from stagerl.checkpoints.graph import encode
+
+    if hook is not None:
+        try:  # refused now, not at the first checkpoint thousands of steps in
+            encode(hook, "hook")
+        except ValueError as error:
+            raise ValueError(f"{error} (a run with a log directory saves its hooks in its "
+                             "checkpoints; register the hook's class with "
+                             "stagerl.checkpoints.register, or pass checkpoint_every=None)"
+                             ) from None
+    open_logdir(logdir, prepared.overwrite)
+    if prepared.overwrite:
+        _remove_checkpoints(logdir / CHECKPOINTS)
+    write_json(logdir / "config.json", _config_json(prepared))
+    hooks.append(Checkpoint(prepared.checkpoint_every, logdir / CHECKPOINTS))
+    info = {"experiment": prepared.name, "seed": prepared.seed,
+            "config": dataclasses.asdict(prepared.config)}
+    return ResumableExperiment(prepared.agent, prepared.env, stop, rl.ComposedHook(*hooks),
+                               info=info)
+
+
+def _resumed(prepared: PreparedRun) -> rl.Experiment:
+    from stagerl.checkpoints import resume
+
+    request = prepared.resuming
+    trainer = resume(request.checkpoint, steps=prepared.steps, map_location=prepared.device)
+    members = trainer.hook.hooks if isinstance(trainer.hook, rl.ComposedHook) else [trainer.hook]
+    for member in members:  # a run continued to more steps shows its new length
+        if isinstance(member, (ProgressBar, ConsoleSummary)) and member.total is not None:
+            member.total = prepared.steps
+    saved = dict(request.saved)
+    saved["steps"] = prepared.steps
+    saved["config"] = dataclasses.asdict(prepared.config)
+    saved.setdefault("resumed", []).append({"env_step": request.at_step,
+                                            "checkpoint": str(request.checkpoint),
+                                            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    write_json(prepared.logdir / "config.json", saved)
+    return trainer
+
+
+def _config_json(prepared: PreparedRun) -> dict:
+    return {"experiment": prepared.name, "seed": prepared.seed,
+            "device": str(prepared.device), "steps": prepared.steps,
+            "config": dataclasses.asdict(prepared.config),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def _remove_checkpoints(directory: Path) -> None:
+    """The checkpoints of the run an overwritten log directory held (theirs only)."""
+    from stagerl.checkpoints.files import remove, step_directories
+
+    for _, path in step_directories(directory):
+        remove(path)
+    best = directory / "best"
+    if (best / "manifest.json").is_file():
+        remove(best)
+
+
+def run(name: str, steps: int | None = None, seed: int | None = 0, device: Any = "auto",
         logdir: str | Path | None = None, *, progress: bool = True, overwrite: bool = False,
-        tensorboard: bool | None = None, hook: rl.Hook | None = None,
-        **overrides: Any) -> dict[str, Any]:
+        tensorboard: bool | None = None, hook: rl.Hook | None = None, resume: bool = False,
+        checkpoint_every: int | None = CHECKPOINT_EVERY_N_STEPS, ray_workers: int | None = None,
+        ray_address: str | None = None, **overrides: Any) -> dict[str, Any]:
     """Run experiment ``name`` for ``steps`` env steps (default: its own), then evaluate it.
 
     Returns the run's summary: ``experiment``, ``seed``, ``device``, ``env_steps``,
@@ -210,7 +363,23 @@ def run(name: str, steps: int | None = None, seed: int = 0, device: Any = "auto"
     is refused unless ``overwrite``. ``tensorboard``: ``None`` when installed, ``True``
     required, ``False`` never. ``progress`` shows a progress bar (a summary line every tenth
     of the run where there is no terminal). ``hook`` is added to the default hooks.
+
+    With ``logdir``, checkpoints of the whole run (agent, trajectory, env, hooks, random states)
+    go to ``logdir/checkpoints`` every ``checkpoint_every`` env steps and at the end (``None``:
+    none); ``resume=True`` continues the run in ``logdir`` from its newest checkpoint to
+    ``steps`` env steps in all (default: the steps it was started with), with the seed and
+    hyper-parameters it was started with (one given again must be the same). A run cut short
+    (Ctrl-C, a crash, a kill) and resumed ends bit for bit as the run that was never cut would
+    have on the CPU. A finished run continued to more steps goes on with the schedules laid out
+    for its first length (ε, learning rates).
+
+    ``ray_workers``: act in that many Ray rollout workers feeding the central agent (see
+    ``docs/distributed.md``; needs ``pip install 'stagerl[ray]'``), on the local Ray or the
+    cluster at ``ray_address``; ``summary["workers"]`` holds the workers' env steps per second.
+    Such a run is not checkpointed.
     """
     prepared = prepare(name, steps, seed, device, logdir, progress=progress,
-                       overwrite=overwrite, tensorboard=tensorboard, overrides=overrides)
+                       overwrite=overwrite, tensorboard=tensorboard, overrides=overrides,
+                       resume=resume, checkpoint_every=checkpoint_every,
+                       ray_workers=ray_workers, ray_address=ray_address)
     return execute(prepared, hook)

@@ -30,9 +30,11 @@ def test_a_run_writes_every_file_of_its_log_directory(tmp_path, evaluate_often):
     summary = run(NAME, steps=1000, seed=2, device="cpu", logdir=logdir, progress=False,
                   lr=0.3)
     files = sorted(p.name for p in logdir.iterdir())
-    assert files[:2] == ["config.json", "episodes.csv"]
-    assert files[2].startswith("events.out.tfevents.")
-    assert files[3:] == ["learning_curve.png", "summary.json", "updates.csv"]
+    assert files[:3] == ["checkpoints", "config.json", "episodes.csv"]
+    assert files[3].startswith("events.out.tfevents.")
+    assert files[4:] == ["learning_curve.png", "summary.json", "updates.csv"]
+    assert sorted(p.name for p in (logdir / "checkpoints").iterdir()) == ["best",
+                                                                          "step-000001000"]
 
     config = json.loads((logdir / "config.json").read_text())
     assert {k: config[k] for k in ("experiment", "seed", "device", "steps")} == {
