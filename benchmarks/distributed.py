@@ -35,8 +35,12 @@ import torch  # noqa: E402
 from common import print_table  # noqa: E402
 
 import stagerl as rl  # noqa: E402
-from stagerl.distributed import Learner, RecordOnly, WorkerPool, learner_for  # noqa: E402
-from stagerl.distributed.experiment import ExperimentAgent, ExperimentEnv  # noqa: E402
+from stagerl.distributed import Learner, RecordOnly, WorkerPool  # noqa: E402
+from stagerl.experiments.distributed import (  # noqa: E402
+    ExperimentAgent,
+    ExperimentEnv,
+    learner_for,
+)
 from stagerl.experiments.registry import EVAL_SEED_OFFSET, configure, load  # noqa: E402
 from stagerl.experiments.runner import make_eval_env  # noqa: E402
 

@@ -83,6 +83,42 @@ def test_ppo_learns_with_two_workers_from_current_weights_only(local_ray):
         assert evaluation(learner.agent) >= 100  # random: ~22
 
 
+def test_train_returns_the_runners_summary_and_its_hooks_log_every_worker_step(local_ray,
+                                                                              tmp_path):
+    import csv
+
+    from stagerl.experiments.distributed import train
+    from stagerl.logging import CSVLogger, Evaluate, log_scalar
+
+    def report(learner, batch):  # a scalar reported on the central side, as an update would
+        log_scalar("charts/batches", learner.batches)
+
+    config = configure("ppo-cartpole", num_envs=4, n_steps=32, batch_size=128, n_epochs=10)
+    evaluations = Evaluate(2048, 2, rl.GymEnv("CartPole-v1", seed=99))
+    summary = train("ppo-cartpole", config, 4096, 0, 2, device="cpu",
+                    hooks=[CSVLogger(tmp_path), evaluations], callback=report)
+    assert summary["env_steps"] == summary["workers"]["env_steps"] == 4096
+    assert summary["eval_episodes"] == 20 and summary["config"]["steps"] == 4096
+    assert summary["steps_per_second"] == 4096 / summary["wall_seconds"]
+    assert [e["env_step"] for e in summary["evaluations"]] == evaluations.steps != []
+    with open(tmp_path / "episodes.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert sum(int(row["length"]) for row in rows) == 4096 == int(rows[-1]["env_step"])
+    assert summary["workers"]["episodes"] == sum(int(r["terminated"]) + int(r["truncated"])
+                                                 for r in rows)
+    with open(tmp_path / "updates.csv") as file:
+        names = {row["name"] for row in csv.DictReader(file)}
+    assert names == {"eval/return_mean", "eval/return_std", "charts/batches"}
+
+
+def test_train_refuses_a_hook_that_is_not_a_hook(local_ray):
+    from stagerl.experiments.distributed import train
+
+    with pytest.raises(TypeError, match="ComposedHook takes Hook instances, got 'csv' of type "
+                                        "str"):
+        train("ppo-cartpole", None, 4096, 0, 2, device="cpu", hooks=["csv"])
+
+
 # ---- failures and bad input ------------------------------------------------------------------
 
 

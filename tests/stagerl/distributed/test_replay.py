@@ -83,5 +83,6 @@ def test_an_episode_whose_rest_never_arrives_is_told_as_cut(tmp_path):
 
 
 def test_a_hook_that_is_not_a_hook_is_refused():
-    with pytest.raises(TypeError, match="needs stagerl Hooks, got <built-in function print>"):
-        EpisodeReplay([rl.StepsPerEpisode(), print], policy=None)
+    with pytest.raises(TypeError, match="EpisodeReplay needs stagerl Hooks, got 'csv' of type "
+                                        "str"):
+        EpisodeReplay([rl.StepsPerEpisode(), "csv"], policy=None)
