@@ -28,3 +28,7 @@ def __getattr__(name: str):
 
         return learner_for
     raise AttributeError(f"module 'stagerl.experiments' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"learner_for"})
