@@ -9,7 +9,7 @@
                 [--tensorboard | --no-tensorboard] [name=value ...]
     stagerl run <experiment> --help          the experiment's hyper-parameters and defaults
     stagerl plot <logdir> [<logdir> ...] [--output PNG] [--window N]
-    stagerl eval <logdir or checkpoint> [--episodes N]
+    stagerl eval <logdir or checkpoint> [--episodes N] [--seed S] [--device D] [--video F]
 
 Bad input (an unknown experiment or hyper-parameter, a value of the wrong type, a log directory
 that holds a run, CUDA asked for on a machine without it, TensorBoard asked for but not
@@ -33,7 +33,7 @@ commands:
   run <experiment> [options] [name=value ...]   train a named experiment, write its log directory
   list                                          the named experiments, one line each
   plot <logdir> [<logdir> ...]                  learning curves of runs in one PNG
-  eval <logdir or checkpoint>                   evaluate a trained policy (needs a checkpoint)
+  eval <logdir or checkpoint>                   evaluate a run's checkpoint (--video to film it)
 
 `stagerl <command> --help` tells more; `stagerl run <experiment> --help` lists its
 hyper-parameters."""
@@ -248,17 +248,40 @@ def plot_command(argv: list[str]) -> int:
 
 
 def eval_command(argv: list[str]) -> int:
-    """``stagerl eval <logdir or checkpoint> [--episodes N]``: deterministic episodes of a
-    trained policy. Needs checkpoints, which this version does not write yet."""
+    """``stagerl eval <logdir or checkpoint> [--episodes N] [--seed S] [--device D]
+    [--video out.gif|out.mp4]``: deterministic episodes of a run's checkpoint."""
     parser = _Parser(prog="stagerl eval",
-                     description="Evaluate a trained policy: deterministic episodes on a "
-                                 "fresh env. Needs a checkpoint.")
+                     description="Evaluate a run's checkpoint: deterministic episodes on the "
+                                 "run's evaluation env. A log directory or a directory of "
+                                 "checkpoints means its newest step-N checkpoint.")
     parser.add_argument("path", metavar="logdir_or_checkpoint")
     parser.add_argument("--episodes", type=_count, default=20, metavar="N",
                         help="default 20")
-    parser.parse_args(argv)
-    raise UsageError("evaluating needs a checkpoint, and this version of stagerl does not "
-                     "write checkpoints yet; a run's final evaluation is in its summary.json")
+    parser.add_argument("--seed", type=_count, metavar="S",
+                        help="the evaluation env's seed (default: that of the run's final "
+                             "evaluation, which this then repeats)")
+    parser.add_argument("--device", default="cpu", metavar="cpu|cuda|auto",
+                        help="default cpu")
+    parser.add_argument("--video", metavar="out.gif|out.mp4",
+                        help="film the first episode (.mp4: pip install 'stagerl[video]')")
+    args = parser.parse_args(argv)
+    from stagerl.experiments.evaluation import evaluate_checkpoint
+
+    def evaluated():
+        try:
+            return evaluate_checkpoint(args.path, args.episodes, video=args.video,
+                                       seed=args.seed, device=args.device)
+        except ImportError as error:
+            raise ValueError(str(error)) from None
+
+    result = _checked(evaluated)
+    print(f"{result['experiment']} at env step {result['env_steps']:,} "
+          f"({result['checkpoint']}): return {result['return_mean']:.4g} ± "
+          f"{result['return_std']:.3g} over {result['episodes']} deterministic episodes "
+          f"(seed {result['seed']})")
+    if result["video"] is not None:
+        print(f"video: {result['video']}")
+    return 0
 
 
 # ---- entry point ----------------------------------------------------------------------------

@@ -135,7 +135,8 @@ NO_TENSORBOARD = {**ENV, "PYTHONPATH": ""}
     (["run"], "which experiment?"),
     (["run", "nope", "--help"], "unknown experiment 'nope'"),
     (["runn", NAME], "stagerl: error: unknown command 'runn'; did you mean run?"),
-    (["eval", "runs/x"], "stagerl eval: error: evaluating needs a checkpoint"),
+    (["eval", "runs/x"], "stagerl eval: error: no checkpoint to evaluate at runs/x (runs/x does "
+                         "not exist)"),
     (["plot", "missing"], "stagerl plot: error: no such log directory: missing"),
 ])
 def test_bad_input_is_one_line_exit_status_2_and_nothing_written(tmp_path, args, message):
