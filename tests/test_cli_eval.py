@@ -45,6 +45,7 @@ def test_eval_films_the_first_episode(finished):
     result = stagerl("eval", "out/checkpoints/best", "--episodes", "1", "--video", "first.mp4",
                      cwd=finished)
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # no complaint from the renderer's sound system
     assert result.stdout.splitlines()[-1] == "video: first.mp4"
     returned = float(result.stdout.split("return ")[1].split(" ")[0])
     frames, _ = imageio_ffmpeg.count_frames_and_secs(str(finished / "first.mp4"))
