@@ -265,6 +265,12 @@ def eval_command(argv: list[str]) -> int:
     parser.add_argument("--video", metavar="out.gif|out.mp4",
                         help="film the first episode (.mp4: pip install 'stagerl[video]')")
     args = parser.parse_args(argv)
+    if args.video is not None:
+        import os
+
+        # Frames are drawn off-screen: no display wanted (SDL, under gymnasium's renderers,
+        # otherwise complains on stderr on a machine without a desktop session).
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     from stagerl.experiments.evaluation import evaluate_checkpoint
 
     def evaluated():

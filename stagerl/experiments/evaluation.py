@@ -4,7 +4,6 @@ Pillow, ``.mp4`` with imageio-ffmpeg)."""
 
 from __future__ import annotations
 
-import os
 import statistics
 from pathlib import Path
 from typing import Any
@@ -150,9 +149,6 @@ def _checked_video_path(video: Any) -> Path | None:
 
 def _rendering_env(experiment: Any, config: Any, seed: int, name: str) -> Any:
     """The evaluation env, rendering ``rgb_array`` frames; refused if it cannot."""
-    # Off-screen frames need no sound: without this, SDL (under pygame) complains on stderr
-    # about the audio device of a machine without a desktop session.
-    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     if experiment.make_eval_env is None:  # the default evaluation env, made to render
         env = rl.GymEnv(config.env_id, seed=seed, render_mode="rgb_array")
     else:
