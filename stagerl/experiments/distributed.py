@@ -21,7 +21,13 @@ from stagerl.distributed.lanes import WorkerLanes
 from stagerl.distributed.learner import Learner
 from stagerl.distributed.pool import WorkerPool
 from stagerl.distributed.replay import EpisodeReplay
-from stagerl.experiments.registry import EVAL_EPISODES, EVAL_SEED_OFFSET, NamedExperiment, load
+from stagerl.experiments.registry import (
+    EVAL_EPISODES,
+    EVAL_SEED_OFFSET,
+    NamedExperiment,
+    load,
+    make_eval_env,
+)
 from stagerl.logging.evaluation import Evaluate
 
 __all__ = ["ExperimentEnv", "ExperimentAgent", "learner_for", "train"]
@@ -148,7 +154,7 @@ def train(experiment: str | NamedExperiment, config: Any, steps: int | None, see
             replay.finish(cut_running=False)  # the hooks close their files
             raise
         replay.finish()
-    returns = evaluate(learner.agent, _eval_env(experiment, config, seed + EVAL_SEED_OFFSET),
+    returns = evaluate(learner.agent, make_eval_env(experiment, config, seed + EVAL_SEED_OFFSET),
                        EVAL_EPISODES, experiment.eval_max_episode_steps)
     during = next((h for h in hook if isinstance(h, Evaluate)), None)
     return {
@@ -168,15 +174,6 @@ def train(experiment: str | NamedExperiment, config: Any, steps: int | None, see
         "workers": figures,
     }
 
-
-def _eval_env(experiment: NamedExperiment, config: Any, seed: int) -> Any:
-    """The experiment's evaluation env, as the runner builds it (its own ``make_eval_env``,
-    else a single ``GymEnv``)."""
-    if experiment.make_eval_env is not None:
-        return experiment.make_eval_env(config, seed)
-    from stagerl.envs.gym import GymEnv
-
-    return GymEnv(config.env_id, seed=seed)
 
 
 @dataclasses.dataclass(frozen=True)

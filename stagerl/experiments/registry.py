@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["NamedExperiment", "names", "describe", "load", "configure", "parse_overrides",
-           "hyper_parameters"]
+           "hyper_parameters", "make_eval_env"]
 
 _HERE = Path(__file__).resolve().parent
 _NOT_EXPERIMENTS = {"registry", "runner", "evaluation", "distributed"}
@@ -56,6 +56,15 @@ class NamedExperiment:
         if self.make_eval_env is None and "env_id" not in fields:
             raise TypeError(f"{self.config.__name__} needs an env_id field, or pass "
                             "make_eval_env=")
+
+
+def make_eval_env(experiment: NamedExperiment, config: Any, seed: int) -> Any:
+    """The experiment's evaluation env: its own ``make_eval_env``, else a single ``GymEnv``."""
+    if experiment.make_eval_env is not None:
+        return experiment.make_eval_env(config, seed)
+    from stagerl.envs.gym import GymEnv
+
+    return GymEnv(config.env_id, seed=seed)
 
 
 def _module_name(name: str) -> str:

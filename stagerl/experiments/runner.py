@@ -30,6 +30,7 @@ from stagerl.experiments.registry import (
     NamedExperiment,
     configure,
     load,
+    make_eval_env,
 )
 from stagerl.logging import (
     ConsoleSummary,
@@ -54,13 +55,6 @@ EVAL_EVERY_N_STEPS = 10_000
 EVAL_EPISODES_DURING = 5
 #: A run with a log directory saves a checkpoint every this many env steps (and at its end).
 CHECKPOINT_EVERY_N_STEPS = 10_000
-
-
-def make_eval_env(experiment: NamedExperiment, config: Any, seed: int) -> Any:
-    """The experiment's evaluation env: its own ``make_eval_env``, else a single ``GymEnv``."""
-    if experiment.make_eval_env is not None:
-        return experiment.make_eval_env(config, seed)
-    return rl.GymEnv(config.env_id, seed=seed)
 
 
 @dataclass
