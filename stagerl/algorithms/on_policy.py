@@ -41,6 +41,7 @@ from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan, push
 from stagerl.core.env import VectorEnv
 from stagerl.core.policy import Policy, as_rng
 from stagerl.core.stages import PostActStage
+from stagerl.logging.scalars import is_logging_scalars, log_scalar
 from stagerl.policies.agent import Agent, record_step
 from stagerl.utils.returns import discount_rewards, generalized_advantage_estimation
 from trajectories import (
@@ -161,6 +162,10 @@ class OnPolicy(Policy):
         self.env_steps += int(rollout["valid"].sum())
         self.update(batch)
         self.n_updates += 1
+        if is_logging_scalars():  # once a rollout, for the loggers the experiment has
+            for name, value in self.stats.items():
+                log_scalar(f"losses/{name}", value)
+            log_scalar("charts/learning_rate", self.optimiser.param_groups[0]["lr"])
         if self.state_rms is not None:
             self.state_rms.update(rollout["state"][rollout["valid"]])
 
