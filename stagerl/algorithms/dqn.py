@@ -241,6 +241,10 @@ def _optimise_dqn(policy: DQNPolicy, stage: rl.PostActStage, trajectory):
     for burst in trajectory:  # the controller allows one burst per train_freq transitions
         with denormals_flushed(policy.device):
             learn_burst(policy, burst, trajectory)
+        if rl.is_logging_scalars():  # once a burst, for the loggers the experiment has
+            rl.log_scalar("losses/td_loss", policy.loss)
+            explorer = policy.explorer
+            rl.log_scalar("charts/epsilon", explorer.epsilon_at(explorer.step))
 
 
 @contextmanager

@@ -48,3 +48,20 @@ def test_a2c_and_trpo_report_their_updates_figures():
     reported = _reported(trpo, env, 64)
     assert [name for name, _, _ in reported] == ["losses/kl", "losses/objective",
                                                  "losses/accepted", "charts/learning_rate"]
+
+
+def test_dqn_reports_each_bursts_td_loss_and_the_epsilon_of_the_next_act():
+    from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
+
+    env = make_vector_env("CartPole-v1", num_envs=2, seed=0)
+    config = DQNConfig(total_timesteps=400, learning_starts=100, train_freq=50,
+                       gradient_steps=2, batch_size=16, buffer_size=64, net_arch=(8,),
+                       exploration_fraction=0.5, exploration_final_eps=0.1)
+    agent = make_dqn_agent(env, config, seed=0, device="cpu")
+    reported = _reported(agent, env, 400)  # six bursts of 2 gradient steps
+    assert [name for name, _, _ in reported] == ["losses/td_loss", "charts/epsilon"] * 6
+    assert reported[-2][1] == agent.policy.loss.item()
+    # ε falls from 1 to 0.1 over 200 env steps, 100 acts of 2 sub-envs; the first burst comes
+    # after act 76 (env step 152), so the next act's ε is 1 - 0.9 * 76 / 100.
+    assert [round(v, 6) for n, v, _ in reported if n == "charts/epsilon"] == [
+        0.316, 0.1, 0.1, 0.1, 0.1, 0.1]
