@@ -631,7 +631,7 @@ def test_an_agent_records_every_step_of_a_run_in_its_trajectory():
     assert sum(steps) + len(steps) - 1 == len(trajectory.container)
 
 
-def test_an_agent_run_with_sampling_trajectory_and_hooks_matches_the_plain_loop():
+def test_an_agent_run_with_a_sampler_and_hooks_records_what_the_plain_loop_records():
     def build():
         trajectory = rl.Trajectory(
             rl.CircularArraySARTSTraces(capacity=50), rl.BatchSampler(4, rng=0),
@@ -701,3 +701,65 @@ def test_a_stop_signal_set_from_another_thread_ends_the_run():
     hook = rl.run(RecordingPolicy([]), CountingEnv([], length=10**9), signal, rl.StepsPerEpisode())
     timer.join()
     assert signal.is_set() and hook.steps[0] > 0
+
+
+class AfterTenActs:
+    """A stop condition that is no subclass of anything stagerl has: only ``check``."""
+
+    def __init__(self):
+        self.checks = 0
+
+    def check(self, policy, env):
+        self.checks += 1
+        return self.checks >= 10
+
+
+class EveryThirdAct:
+    """A reset condition that is no subclass of anything stagerl has: only ``check``."""
+
+    def __init__(self):
+        self.checks = 0
+
+    def check(self, policy, env):
+        self.checks += 1
+        return self.checks % 3 == 0
+
+
+def test_any_object_with_check_stops_and_resets_a_run():
+    stop, reset = AfterTenActs(), EveryThirdAct()
+    hook = rl.run(rl.RandomPolicy(rng=0), rl.FixedLengthEnv(length=100), stop,
+                  rl.StepsPerEpisode(), reset)
+    assert stop.checks == 10
+    # The reset condition is asked before every act, the first of an episode too: every third
+    # answer is yes, so each episode has two acts; the stop comes after the tenth.
+    assert hook.steps == [2, 2, 2, 2, 2] and reset.checks == 14
+
+
+class TensorActions(rl.Policy):
+    """Plans a 0-d torch tensor, as a torch policy's argmax gives."""
+
+    def __init__(self):
+        self.calls = 0
+
+
+@rl.plan.dispatch
+def _plan_tensor(policy: TensorActions, env: rl.Env):
+    import torch
+
+    policy.calls += 1
+    return torch.tensor(policy.calls % 2)
+
+
+def test_a_zero_dimensional_tensor_is_an_action():
+    import torch  # noqa: F401
+
+    policy = TensorActions()
+    hook = rl.run(policy, rl.GymEnv("CartPole-v1", seed=0),
+                  rl.StopAfterNSteps(30, progress=False), rl.StepsPerEpisode())
+    assert policy.calls == 30 and sum(hook.steps) == 30
+    vector = rl.GymVectorEnv("CartPole-v1", num_envs=2, seed=0)
+    vector.reset()
+    import torch as t
+
+    vector.act(t.tensor([1, 0]))
+    assert vector.state.shape == (2, 4)
