@@ -3,7 +3,8 @@
 Part 1 runs a random policy on CartPole-v1 (one env, and a vector env of 8) with no hook and
 with each logging hook alone, interleaved, and prints the median extra microseconds per env
 step. Part 2 runs a named experiment as ``stagerl run`` does (default hooks: progress summary,
-CSV, TensorBoard, plot, evaluation every 10k steps) and with no hooks at all, each in a fresh
+CSV, TensorBoard, plot, evaluation and a checkpoint every 10k steps) and with no hooks at all
+(no log directory, so no checkpoints), each in a fresh
 process (imports included), interleaved, and prints the median wall times and their ratio.
 
     python benchmarks/hooks_overhead.py                          # both parts, dqn-cartpole
