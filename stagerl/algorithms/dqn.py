@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import gymnasium
@@ -39,6 +37,7 @@ from stagerl.algorithms.dqn_networks import (
     mlp_body,
 )
 from stagerl.algorithms.dqn_replay import Burst, as_tensors, make_dqn_trajectory, write_priorities
+from stagerl.algorithms.torch_state import denormals_flushed, move_fused_adam_steps
 from stagerl.utils.devices import resolve_device
 
 __all__ = ["DQNConfig", "DQNPolicy", "make_dqn_agent", "dqn_update", "project_distribution",
@@ -127,11 +126,7 @@ class DQNPolicy(rl.Policy):
     def to(self, device: Any) -> DQNPolicy:
         device = resolve_device(device)
         self.q.to(device)  # the online and target networks and Adam's moments
-        for state in self.q.optimiser.state.values():
-            step = state.get("step")
-            if isinstance(step, torch.Tensor) and step.device != device and step.dim() == 0 \
-                    and self.q.optimiser.defaults.get("fused"):
-                state["step"] = step.to(device)  # fused Adam keeps its step beside the weights
+        move_fused_adam_steps(self.q.optimiser, device)
         self.device = device
         self._acting_stale = True
         return self
@@ -245,25 +240,6 @@ def _optimise_dqn(policy: DQNPolicy, stage: rl.PostActStage, trajectory):
             rl.log_scalar("losses/td_loss", policy.loss)
             explorer = policy.explorer
             rl.log_scalar("charts/epsilon", explorer.epsilon_at(explorer.step))
-
-
-@contextmanager
-def denormals_flushed(device: torch.device) -> Iterator[None]:
-    """On the CPU, flush denormal floats to zero while the block runs (as it was after).
-
-    Adam's moments of parameters whose gradients vanish (ReLU units that stopped firing) decay
-    through the denormal range (below ~1e-38), where CPU arithmetic is ~10x slower: measured
-    here, Adam's step took 9x longer late in a CartPole run. Flushing them changes no value
-    above 1e-38.
-    """
-    if device.type != "cpu" or torch.tensor([1e-40]).mul(1.0).item() == 0.0:
-        yield  # not on the CPU, or already flushing
-        return
-    torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(False)
 
 
 def learn_burst(policy: DQNPolicy, burst: Burst, trajectory: Any) -> None:
