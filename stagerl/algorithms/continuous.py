@@ -32,8 +32,8 @@ from trajectories import (
 )
 
 __all__ = ["BoxScale", "Critics", "InplaceReLU", "check_continuous_env", "frozen", "polyak_update",
-           "denormals_flushed", "make_replay_trajectory", "first_update_at", "check_int",
-           "check_number", "check_net_arch", "generator_on"]
+           "make_replay_trajectory", "first_update_at", "check_int", "check_number",
+           "check_net_arch", "check_replay_config"]
 
 
 # ---- settings and envs ---------------------------------------------------------------------
@@ -68,6 +68,27 @@ def check_net_arch(owner: str, net_arch: Any) -> tuple[int, ...]:
         raise TypeError(f"{owner}: net_arch must be a non-empty tuple of positive ints (the "
                         f"hidden layers' sizes), got net_arch={net_arch!r}")
     return tuple(int(h) for h in net_arch)
+
+
+def check_replay_config(config: Any) -> None:
+    """Check the settings SAC's and TD3's configs share (named after the config's class in
+    errors) and make ``config.net_arch`` a tuple.
+
+    Example:
+        >>> from stagerl.algorithms.td3 import TD3Config
+        >>> TD3Config(gamma=1.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: TD3Config: gamma must be in [0.0, 1.0], got gamma=1.5
+    """
+    owner = type(config).__name__
+    for name in ("buffer_size", "batch_size", "train_freq", "gradient_steps", "n_critics"):
+        check_int(owner, name, getattr(config, name), 1)
+    check_int(owner, "learning_starts", config.learning_starts, 0)
+    check_number(owner, "learning_rate", config.learning_rate, 0.0, low_open=True)
+    check_number(owner, "tau", config.tau, 0.0, 1.0, low_open=True)
+    check_number(owner, "gamma", config.gamma, 0.0, 1.0)
+    config.net_arch = check_net_arch(owner, config.net_arch)
 
 
 def check_continuous_env(env: Any, algorithm: str) -> tuple[gymnasium.spaces.Box,
@@ -229,35 +250,6 @@ def polyak_update(target: nn.Module, online: nn.Module, tau: float) -> None:
         0.25
     """
     torch._foreach_lerp_(list(target.parameters()), list(online.parameters()), tau)
-
-
-@contextmanager
-def denormals_flushed(device: torch.device) -> Iterator[None]:
-    """On the CPU, flush denormal floats to zero while the block runs (as it was after).
-
-    Adam's moments of parameters whose gradients vanish (ReLU units that stopped firing) decay
-    through the denormal range (below ~1e-38), where CPU arithmetic is many times slower.
-    Flushing changes no value above 1e-38.
-
-    Example:
-        >>> import torch
-        >>> with denormals_flushed(torch.device("cpu")):
-        ...     torch.tensor([1e-40]).mul(1.0).item()
-        0.0
-    """
-    if device.type != "cpu" or torch.tensor([1e-40]).mul(1.0).item() == 0.0:
-        yield  # not on the CPU, or flushing already
-        return
-    torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(False)
-
-
-def generator_on(device: torch.device, seed: int) -> torch.Generator:
-    """A ``torch.Generator`` on ``device`` seeded with ``seed``."""
-    return torch.Generator(device=device).manual_seed(int(seed))
 
 
 # ---- replay ---------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ explains the choices. Build an agent with :func:`make_sac_agent`.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -31,24 +30,20 @@ import torch
 from torch import nn
 
 from stagerl.algorithms.continuous import (
-    BoxScale,
     Critics,
     InplaceReLU,
-    check_continuous_env,
-    check_int,
-    check_net_arch,
-    check_number,
-    denormals_flushed,
+    check_replay_config,
     frozen,
-    generator_on,
-    make_replay_trajectory,
     polyak_update,
 )
-from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan
-from stagerl.core.policy import Policy
+from stagerl.algorithms.continuous_policy import (
+    ContinuousPolicy,
+    learn_from_replay,
+    make_continuous_agent,
+)
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise
 from stagerl.core.stages import PostActStage
 from stagerl.policies.agent import Agent
-from stagerl.utils.devices import resolve_device
 from stagerl.utils.distributions import diag_gaussian_sample, squashed_diag_gaussian_log_prob
 from stagerl.utils.networks import mlp
 
@@ -100,20 +95,13 @@ class SACConfig:
     n_critics: int = 2
 
     def __post_init__(self) -> None:
-        owner = "SACConfig"
-        for name in ("buffer_size", "batch_size", "train_freq", "gradient_steps", "n_critics"):
-            check_int(owner, name, getattr(self, name), 1)
-        check_int(owner, "learning_starts", self.learning_starts, 0)
-        check_number(owner, "learning_rate", self.learning_rate, 0.0, low_open=True)
-        check_number(owner, "tau", self.tau, 0.0, 1.0, low_open=True)
-        check_number(owner, "gamma", self.gamma, 0.0, 1.0)
-        self.net_arch = check_net_arch(owner, self.net_arch)
+        check_replay_config(self)
         self.entropy_coefficient()  # raises for a malformed ent_coef
         if self.target_entropy != "auto":
             try:
                 float(self.target_entropy)
             except (TypeError, ValueError):
-                raise ValueError(f'{owner}: target_entropy must be "auto" or a number, got '
+                raise ValueError(f'SACConfig: target_entropy must be "auto" or a number, got '
                                  f"target_entropy={self.target_entropy!r}") from None
 
     def entropy_coefficient(self) -> tuple[float, bool]:
@@ -162,7 +150,7 @@ class SquashedGaussianActor(nn.Module):
         return torch.tanh(pre_tanh), squashed_diag_gaussian_log_prob(mean, log_std, pre_tanh)
 
 
-class SACPolicy(Policy):
+class SACPolicy(ContinuousPolicy):
     """SAC's actor, critics, entropy coefficient and their optimiser.
 
     Build it with :func:`make_sac_agent`, which checks the env and pairs the policy with its
@@ -172,7 +160,8 @@ class SACPolicy(Policy):
     ``policy.optimiser`` one Adam over all of them, ``policy.env_steps`` the env steps acted,
     ``policy.n_updates`` the gradient steps taken and ``policy.last_update`` the last update's
     losses, entropy coefficient and targets (detached tensors: keeping them does not wait for
-    the device).
+    the device). Acting, device moves and the saved state are
+    :class:`~stagerl.algorithms.continuous_policy.ContinuousPolicy`'s.
 
     Args:
         state_space, action_space: the single env's spaces (a flat ``Box`` each, actions
@@ -192,14 +181,15 @@ class SACPolicy(Policy):
         (60, 10)
     """
 
+    algorithm, maker, config_class = "SAC", "make_sac_agent", SACConfig
+
     def __init__(self, state_space: gymnasium.spaces.Box, action_space: gymnasium.spaces.Box,
                  config: SACConfig | None = None, seed: int = 0, device: Any = "cpu"):
-        self.config = config = SACConfig() if config is None else config
-        self.device = resolve_device(device)
-        init_seed, numpy_seed, torch_seed = np.random.SeedSequence(seed).generate_state(3)
+        config = SACConfig() if config is None else config
+        super().__init__(state_space, action_space, config, seed, device)
         state_dim, action_dim = int(state_space.shape[0]), int(action_space.shape[0])
         with torch.random.fork_rng(devices=[]):  # the same networks for a seed, on any device
-            torch.manual_seed(int(init_seed))
+            torch.manual_seed(self.network_seed)
             self.actor = SquashedGaussianActor(state_dim, action_dim, config.net_arch)
             self.critic = Critics(state_dim, action_dim, config.net_arch, config.n_critics)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
@@ -208,10 +198,6 @@ class SACPolicy(Policy):
         self.log_ent_coef = nn.Parameter(torch.tensor(math.log(initial)), requires_grad=learned)
         self.target_entropy = (-float(action_dim) if config.target_entropy == "auto"
                                else float(config.target_entropy))
-        self.scale = BoxScale(action_space)
-        self._centre = np.asarray((action_space.high + action_space.low) / 2, np.float32)
-        self._half_range = np.asarray((action_space.high - action_space.low) / 2, np.float32)
-        self.state_shape, self.action_shape = tuple(state_space.shape), tuple(action_space.shape)
         parameters = [*self.actor.parameters(), *self.critic.parameters()]
         if learned:
             parameters.append(self.log_ent_coef)
@@ -220,11 +206,6 @@ class SACPolicy(Policy):
         # parameters, so this is three optimisers' steps at once).
         self.optimiser = torch.optim.Adam(parameters, lr=config.learning_rate,
                                           fused=self.device.type in ("cpu", "cuda"))
-        self.rng = np.random.default_rng(int(numpy_seed))
-        self.generator = generator_on(self.device, int(torch_seed))
-        self.env_steps = 0
-        self.n_updates = 0
-        self.last_update: dict[str, torch.Tensor] = {}
 
     @property
     def ent_coef(self) -> float:
@@ -241,86 +222,17 @@ class SACPolicy(Policy):
                 return torch.tanh(mean).cpu().numpy()
             return torch.tanh(diag_gaussian_sample(mean, log_std, self.generator)).cpu().numpy()
 
-    def to_env(self, unit_actions: np.ndarray) -> np.ndarray:
-        """Unit actions rescaled to the action space's bounds."""
-        return self._centre + self._half_range * unit_actions
-
-    def to(self, device: Any) -> SACPolicy:
-        device = resolve_device(device)
-        super().to(device)  # networks, buffers, Adam's moments
-        optimiser = getattr(self, "optimiser", None)
-        if optimiser is not None and optimiser.defaults.get("fused"):
-            for state in optimiser.state.values():  # fused Adam keeps its step beside the weights
-                if isinstance(state.get("step"), torch.Tensor):
-                    state["step"] = state["step"].to(device)
-        generator = getattr(self, "generator", None)
-        if generator is not None and generator.device != device:
-            seed = torch.randint(2**62, (), generator=generator, device=generator.device)
-            self.generator = generator_on(device, int(seed))
-        self.device = device
-        return self
-
-    def validate(self, env: Any) -> None:
-        action_space, state_space = check_continuous_env(env, "SAC")
-        if tuple(action_space.shape) != self.action_shape or \
-                tuple(state_space.shape) != self.state_shape:
-            raise ValueError(
-                f"this SAC policy acts on states {self.state_shape} with actions "
-                f"{self.action_shape}, the env has {state_space.shape} and {action_space.shape}; "
-                "build the policy for this env with make_sac_agent(env, ...)")
+    def explore(self, states: np.ndarray) -> np.ndarray:
+        """A sample of the squashed Gaussian: SAC explores by its own stochastic policy."""
+        return self.unit_actions(states)
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "critic_target": self.critic_target.state_dict(),
-            "log_ent_coef": self.log_ent_coef.detach().clone(),
-            "optimiser": self.optimiser.state_dict(),
-            "env_steps": self.env_steps,
-            "n_updates": self.n_updates,
-            "rng": self.rng.bit_generator.state,
-            "generator": self.generator.get_state(),
-        }
+        return {**super().state_dict(), "log_ent_coef": self.log_ent_coef.detach().clone()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.critic_target.load_state_dict(state["critic_target"])
+        super().load_state_dict(state)
         with torch.no_grad():
             self.log_ent_coef.copy_(state["log_ent_coef"])
-        self.optimiser.load_state_dict(state["optimiser"])
-        self.env_steps = int(state["env_steps"])
-        self.n_updates = int(state["n_updates"])
-        self.rng.bit_generator.state = state["rng"]
-        self.generator.set_state(state["generator"])
-
-    def __repr__(self) -> str:
-        changed = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)
-                   if getattr(self.config, f.name) != f.default}
-        settings = "".join(f"{k}={v!r}, " for k, v in changed.items())
-        return f"SACPolicy({settings}device={str(self.device)!r})"
-
-
-# ---- acting ----------------------------------------------------------------------------------
-
-
-@plan.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _plan_sac(policy: SACPolicy, env):
-    # One row per sub-env on a vector env, one state otherwise: one forward pass either way.
-    states = np.asarray(env.state, dtype=np.float32)
-    single = states.ndim == 1
-    if single:
-        states = states[None]
-    if policy.deterministic:  # evaluation: tanh(mean), nothing drawn, no step counted
-        unit = policy.unit_actions(states)
-    else:
-        if policy.env_steps < policy.config.learning_starts:  # warm-up, as SB3: uniform
-            unit = policy.rng.uniform(-1.0, 1.0, (len(states), *policy.action_shape))
-        else:
-            unit = policy.unit_actions(states)
-        policy.env_steps += len(states)
-    actions = policy.to_env(unit).astype(np.float32, copy=False)
-    return actions[0] if single else actions
 
 
 # ---- learning --------------------------------------------------------------------------------
@@ -328,11 +240,7 @@ def _plan_sac(policy: SACPolicy, env):
 
 @optimise.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _optimise_sac(policy: SACPolicy, stage: PostActStage, trajectory):
-    for batches in trajectory:  # the controller allows gradient_steps batches per train_freq
-        with denormals_flushed(policy.device):
-            for batch in batches:
-                sac_update(policy, {k: torch.as_tensor(v, device=policy.device)
-                                    for k, v in batch.items()})
+    learn_from_replay(policy, trajectory, sac_update)
 
 
 def sac_update(policy: SACPolicy, batch: dict[str, torch.Tensor]) -> None:
@@ -402,14 +310,4 @@ def make_sac_agent(env: Any, config: SACConfig | None = None, seed: int = 0,
         ('SACPolicy', 101)
     """
     config = SACConfig() if config is None else config
-    if not isinstance(config, SACConfig):
-        raise TypeError(f"make_sac_agent needs a SACConfig, got {type(config).__name__}")
-    check_int("make_sac_agent", "seed", seed, 0)
-    action_space, state_space = check_continuous_env(env, "SAC")
-    device = resolve_device(device)
-    policy_seed, sampler_seed = np.random.SeedSequence(seed).generate_state(2)
-    policy = SACPolicy(state_space, action_space, config, int(policy_seed), device)
-    trajectory = make_replay_trajectory(
-        state_space, action_space, config.buffer_size, config.batch_size, config.learning_starts,
-        config.train_freq, config.gradient_steps, rng=int(sampler_seed), device=device)
-    return Agent(policy, trajectory)
+    return make_continuous_agent(SACPolicy, env, config, seed, device)

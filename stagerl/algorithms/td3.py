@@ -23,7 +23,6 @@ explains the choices. Build an agent with :func:`make_td3_agent`.
 from __future__ import annotations
 
 import copy
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,24 +32,22 @@ import torch
 from torch import nn
 
 from stagerl.algorithms.continuous import (
-    BoxScale,
     Critics,
     InplaceReLU,
-    check_continuous_env,
     check_int,
-    check_net_arch,
     check_number,
-    denormals_flushed,
+    check_replay_config,
     frozen,
-    generator_on,
-    make_replay_trajectory,
     polyak_update,
 )
-from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan
-from stagerl.core.policy import Policy
+from stagerl.algorithms.continuous_policy import (
+    ContinuousPolicy,
+    learn_from_replay,
+    make_continuous_agent,
+)
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise
 from stagerl.core.stages import PostActStage
 from stagerl.policies.agent import Agent
-from stagerl.utils.devices import resolve_device
 from stagerl.utils.networks import mlp
 
 __all__ = ["TD3Config", "TD3Policy", "td3_update", "make_td3_agent"]
@@ -106,17 +103,10 @@ class TD3Config:
     n_critics: int = 2
 
     def __post_init__(self) -> None:
-        owner = "TD3Config"
-        for name in ("buffer_size", "batch_size", "train_freq", "gradient_steps",
-                     "policy_delay", "n_critics"):
-            check_int(owner, name, getattr(self, name), 1)
-        check_int(owner, "learning_starts", self.learning_starts, 0)
-        check_number(owner, "learning_rate", self.learning_rate, 0.0, low_open=True)
-        check_number(owner, "tau", self.tau, 0.0, 1.0, low_open=True)
-        check_number(owner, "gamma", self.gamma, 0.0, 1.0)
+        check_replay_config(self)
+        check_int("TD3Config", "policy_delay", self.policy_delay, 1)
         for name in ("target_policy_noise", "target_noise_clip", "action_noise"):
-            check_number(owner, name, getattr(self, name), 0.0)
-        self.net_arch = check_net_arch(owner, self.net_arch)
+            check_number("TD3Config", name, getattr(self, name), 0.0)
 
     @classmethod
     def ddpg(cls, **overrides: Any) -> TD3Config:
@@ -133,7 +123,7 @@ class TD3Config:
         return cls(**settings)
 
 
-class TD3Policy(Policy):
+class TD3Policy(ContinuousPolicy):
     """TD3's deterministic actor, critics, their target copies and one Adam over both.
 
     Build it with :func:`make_td3_agent`. ``policy.actor`` maps states to unit actions
@@ -141,7 +131,8 @@ class TD3Policy(Policy):
     :class:`~stagerl.algorithms.continuous.Critics`, ``policy.actor_target`` /
     ``policy.critic_target`` their Polyak-averaged copies, ``policy.env_steps`` the env steps
     acted, ``policy.n_updates`` the critic steps taken and ``policy.last_update`` the last
-    update's losses and targets (detached tensors).
+    update's losses and targets (detached tensors). Acting, device moves and the saved state
+    are :class:`~stagerl.algorithms.continuous_policy.ContinuousPolicy`'s.
 
     Args:
         state_space, action_space: the single env's spaces (a flat ``Box`` each, actions
@@ -161,34 +152,27 @@ class TD3Policy(Policy):
         (10, tensor(5.))
     """
 
+    algorithm, maker, config_class = "TD3", "make_td3_agent", TD3Config
+    saved_modules = ("actor", "critic", "actor_target", "critic_target")
+
     def __init__(self, state_space: gymnasium.spaces.Box, action_space: gymnasium.spaces.Box,
                  config: TD3Config | None = None, seed: int = 0, device: Any = "cpu"):
-        self.config = config = TD3Config() if config is None else config
-        self.device = resolve_device(device)
-        init_seed, numpy_seed, torch_seed = np.random.SeedSequence(seed).generate_state(3)
+        config = TD3Config() if config is None else config
+        super().__init__(state_space, action_space, config, seed, device)
         state_dim, action_dim = int(state_space.shape[0]), int(action_space.shape[0])
         with torch.random.fork_rng(devices=[]):  # the same networks for a seed, on any device
-            torch.manual_seed(int(init_seed))
+            torch.manual_seed(self.network_seed)
             self.actor = nn.Sequential(
                 mlp(state_dim, config.net_arch, action_dim, activation=InplaceReLU), nn.Tanh())
             self.critic = Critics(state_dim, action_dim, config.net_arch, config.n_critics)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.scale = BoxScale(action_space)
-        self._centre = np.asarray((action_space.high + action_space.low) / 2, np.float32)
-        self._half_range = np.asarray((action_space.high - action_space.low) / 2, np.float32)
-        self.state_shape, self.action_shape = tuple(state_space.shape), tuple(action_space.shape)
         self.to(self.device)
         # One Adam for both: one fused kernel per step. Each loss reaches only its own
         # parameters, and the actor's (without a gradient between its delayed steps) are skipped.
         self.optimiser = torch.optim.Adam(
             [*self.actor.parameters(), *self.critic.parameters()], lr=config.learning_rate,
             fused=self.device.type in ("cpu", "cuda"))
-        self.rng = np.random.default_rng(int(numpy_seed))
-        self.generator = generator_on(self.device, int(torch_seed))
-        self.env_steps = 0
-        self.n_updates = 0
-        self.last_update: dict[str, torch.Tensor] = {}
 
     def unit_actions(self, states: np.ndarray) -> np.ndarray:
         """``mu(s)`` in ``[-1, 1]`` for a batch of states (no noise)."""
@@ -196,86 +180,14 @@ class TD3Policy(Policy):
             x = torch.as_tensor(states, dtype=torch.float32, device=self.device)
             return self.actor(x).cpu().numpy()
 
-    def to_env(self, unit_actions: np.ndarray) -> np.ndarray:
-        """Unit actions rescaled to the action space's bounds."""
-        return self._centre + self._half_range * unit_actions
-
-    def to(self, device: Any) -> TD3Policy:
-        device = resolve_device(device)
-        super().to(device)  # networks, buffers, Adam's moments
-        optimiser = getattr(self, "optimiser", None)
-        if optimiser is not None and optimiser.defaults.get("fused"):
-            for state in optimiser.state.values():  # fused Adam keeps its step beside the weights
-                if isinstance(state.get("step"), torch.Tensor):
-                    state["step"] = state["step"].to(device)
-        generator = getattr(self, "generator", None)
-        if generator is not None and generator.device != device:
-            seed = torch.randint(2**62, (), generator=generator, device=generator.device)
-            self.generator = generator_on(device, int(seed))
-        self.device = device
-        return self
-
-    def validate(self, env: Any) -> None:
-        action_space, state_space = check_continuous_env(env, "TD3")
-        if tuple(action_space.shape) != self.action_shape or \
-                tuple(state_space.shape) != self.state_shape:
-            raise ValueError(
-                f"this TD3 policy acts on states {self.state_shape} with actions "
-                f"{self.action_shape}, the env has {state_space.shape} and {action_space.shape}; "
-                "build the policy for this env with make_td3_agent(env, ...)")
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "actor_target": self.actor_target.state_dict(),
-            "critic_target": self.critic_target.state_dict(),
-            "optimiser": self.optimiser.state_dict(),
-            "env_steps": self.env_steps,
-            "n_updates": self.n_updates,
-            "rng": self.rng.bit_generator.state,
-            "generator": self.generator.get_state(),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name in ("actor", "critic", "actor_target", "critic_target", "optimiser"):
-            getattr(self, name).load_state_dict(state[name])
-        self.env_steps = int(state["env_steps"])
-        self.n_updates = int(state["n_updates"])
-        self.rng.bit_generator.state = state["rng"]
-        self.generator.set_state(state["generator"])
-
-    def __repr__(self) -> str:
-        changed = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)
-                   if getattr(self.config, f.name) != f.default}
-        settings = "".join(f"{k}={v!r}, " for k, v in changed.items())
-        return f"TD3Policy({settings}device={str(self.device)!r})"
-
-
-# ---- acting ----------------------------------------------------------------------------------
-
-
-@plan.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _plan_td3(policy: TD3Policy, env):
-    # One row per sub-env on a vector env, one state otherwise: one forward pass either way.
-    states = np.asarray(env.state, dtype=np.float32)
-    single = states.ndim == 1
-    if single:
-        states = states[None]
-    if policy.deterministic:  # evaluation: mu(s), nothing drawn, no step counted
-        unit = policy.unit_actions(states)
-    else:
-        shape = (len(states), *policy.action_shape)
-        if policy.env_steps < policy.config.learning_starts:  # warm-up, as SB3: uniform
-            unit = policy.rng.uniform(-1.0, 1.0, shape)
-        else:
-            unit = policy.unit_actions(states)
-            if policy.config.action_noise > 0:
-                noise = policy.rng.normal(0.0, policy.config.action_noise, shape)
-                unit = np.clip(unit + noise, -1.0, 1.0)
-        policy.env_steps += len(states)
-    actions = policy.to_env(unit).astype(np.float32, copy=False)
-    return actions[0] if single else actions
+    def explore(self, states: np.ndarray) -> np.ndarray:
+        """``mu(s)`` plus Gaussian noise of std ``action_noise`` (numpy), clipped to
+        ``[-1, 1]``."""
+        unit = self.unit_actions(states)
+        if self.config.action_noise > 0:
+            noise = self.rng.normal(0.0, self.config.action_noise, unit.shape)
+            unit = np.clip(unit + noise, -1.0, 1.0)
+        return unit
 
 
 # ---- learning --------------------------------------------------------------------------------
@@ -283,11 +195,7 @@ def _plan_td3(policy: TD3Policy, env):
 
 @optimise.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _optimise_td3(policy: TD3Policy, stage: PostActStage, trajectory):
-    for batches in trajectory:  # the controller allows gradient_steps batches per train_freq
-        with denormals_flushed(policy.device):
-            for batch in batches:
-                td3_update(policy, {k: torch.as_tensor(v, device=policy.device)
-                                    for k, v in batch.items()})
+    learn_from_replay(policy, trajectory, td3_update)
 
 
 def td3_update(policy: TD3Policy, batch: dict[str, torch.Tensor]) -> None:
@@ -359,14 +267,4 @@ def make_td3_agent(env: Any, config: TD3Config | None = None, seed: int = 0,
         torch.Size([1, 2])
     """
     config = TD3Config() if config is None else config
-    if not isinstance(config, TD3Config):
-        raise TypeError(f"make_td3_agent needs a TD3Config, got {type(config).__name__}")
-    check_int("make_td3_agent", "seed", seed, 0)
-    action_space, state_space = check_continuous_env(env, "TD3")
-    device = resolve_device(device)
-    policy_seed, sampler_seed = np.random.SeedSequence(seed).generate_state(2)
-    policy = TD3Policy(state_space, action_space, config, int(policy_seed), device)
-    trajectory = make_replay_trajectory(
-        state_space, action_space, config.buffer_size, config.batch_size, config.learning_starts,
-        config.train_freq, config.gradient_steps, rng=int(sampler_seed), device=device)
-    return Agent(policy, trajectory)
+    return make_continuous_agent(TD3Policy, env, config, seed, device)
