@@ -9,6 +9,13 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
+from continuous_support import (  # one_torch_thread: an autouse fixture
+    ACTION_SPACE,
+    STATE_SPACE,
+    fill,
+    one_torch_thread,  # noqa: F401
+    tiny_batch,
+)
 
 import stagerl as rl
 import stagerl.experiments as experiments
@@ -21,26 +28,6 @@ from stagerl.algorithms.sac import (
 )
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """These small networks run as fast on one thread, and a busy machine makes two crawl."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-STATE_SPACE = gymnasium.spaces.Box(-10.0, 10.0, (2,))
-ACTION_SPACE = gymnasium.spaces.Box(-2.0, 2.0, (1,))
-
-
-def fill(module, scale):
-    """Deterministic weights: each parameter a ramp from -scale/2 to scale/2, steeper per layer."""
-    with torch.no_grad():
-        for i, p in enumerate(module.parameters()):
-            p.copy_(torch.linspace(-0.5, 0.5, p.numel()).reshape(p.shape) * scale * (1 + 0.5 * i))
-
-
 def tiny_policy(**overrides):
     settings = dict(learning_rate=0.1, net_arch=(2,), gamma=0.9, tau=0.5, **overrides)
     policy = SACPolicy(STATE_SPACE, ACTION_SPACE, SACConfig(**settings), seed=0, device="cpu")
@@ -50,16 +37,6 @@ def tiny_policy(**overrides):
     policy.critic_target.load_state_dict(policy.critic.state_dict())
     policy.generator.manual_seed(0)
     return policy
-
-
-def tiny_batch():
-    return {
-        "state": torch.tensor([[0.5, -1.0], [1.0, 0.0]]),
-        "action": torch.tensor([[1.0], [-2.0]]),  # as the env received them: unit 0.5 and -1
-        "reward": torch.tensor([1.0, -0.5]),
-        "next_state": torch.tensor([[0.0, 1.0], [0.5, 0.5]]),
-        "terminal": torch.tensor([False, True]),
-    }
 
 
 def small_agent(env, seed=0, **overrides):
@@ -181,16 +158,6 @@ def test_updates_follow_the_controller_one_per_env_step_after_learning_starts():
     agent = small_agent(env, learning_starts=50, train_freq=4, gradient_steps=3)
     rl.run(agent, env, rl.StopAfterNSteps(120, progress=False))
     assert agent.policy.n_updates == 3 * len(range(52, 121, 4))  # at steps 52, 56, ..., 120
-
-
-def test_time_limited_episodes_are_stored_bootstrapped():
-    env = rl.GymEnv("Pendulum-v1", seed=0, max_episode_steps=5)
-    agent = small_agent(env)
-    hook = rl.run(agent, env, rl.StopAfterNSteps(12, progress=False), rl.StepsPerEpisode())
-    assert hook.steps == [5, 5, 2]
-    container = agent.trajectory.container
-    assert int(container.sampleable_inds.sum()) == 12  # every step, the truncated ones too
-    assert not container["terminal"].any()  # truncation is no terminal: they bootstrap
 
 
 def test_vector_env_acts_with_one_forward_per_act_and_keeps_sub_envs_apart():

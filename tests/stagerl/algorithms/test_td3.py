@@ -8,30 +8,19 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
+from continuous_support import (  # one_torch_thread: an autouse fixture
+    ACTION_SPACE,
+    STATE_SPACE,
+    fill,
+    one_torch_thread,  # noqa: F401
+    parameters,
+    same,
+    tiny_batch,
+)
 
 import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms.td3 import TD3Config, TD3Policy, make_td3_agent, td3_update
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """These small networks run as fast on one thread, and a busy machine makes two crawl."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-STATE_SPACE = gymnasium.spaces.Box(-10.0, 10.0, (2,))
-ACTION_SPACE = gymnasium.spaces.Box(-2.0, 2.0, (1,))
-
-
-def fill(module, scale):
-    """Deterministic weights: each parameter a ramp from -scale/2 to scale/2, steeper per layer."""
-    with torch.no_grad():
-        for i, p in enumerate(module.parameters()):
-            p.copy_(torch.linspace(-0.5, 0.5, p.numel()).reshape(p.shape) * scale * (1 + 0.5 * i))
 
 
 def tiny_policy(config):
@@ -45,30 +34,12 @@ def tiny_policy(config):
     return policy
 
 
-def tiny_batch():
-    return {
-        "state": torch.tensor([[0.5, -1.0], [1.0, 0.0]]),
-        "action": torch.tensor([[1.0], [-2.0]]),  # as the env received them: unit 0.5 and -1
-        "reward": torch.tensor([1.0, -0.5]),
-        "next_state": torch.tensor([[0.0, 1.0], [0.5, 0.5]]),
-        "terminal": torch.tensor([False, True]),
-    }
-
-
 TINY = dict(learning_rate=0.1, net_arch=(2,), gamma=0.9, tau=0.5)
 
 
 def small_agent(env, seed=0, **overrides):
     settings = {"learning_starts": 50, "batch_size": 32, "net_arch": (16,), **overrides}
     return make_td3_agent(env, TD3Config(**settings), seed=seed, device="cpu")
-
-
-def parameters(module):
-    return [p.detach().clone() for p in module.parameters()]
-
-
-def same(a, b):
-    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 # ---- one update, pinned --------------------------------------------------------------------
@@ -170,16 +141,6 @@ def test_updates_follow_the_controller_and_the_actor_every_second_one():
     steps = {p: s["step"].item() for p, s in policy.optimiser.state.items()}
     assert {steps[p] for p in policy.actor.parameters()} == {35.0}
     assert {steps[p] for p in policy.critic.parameters()} == {71.0}
-
-
-def test_time_limited_episodes_are_stored_bootstrapped():
-    env = rl.GymEnv("Pendulum-v1", seed=0, max_episode_steps=5)
-    agent = small_agent(env)
-    hook = rl.run(agent, env, rl.StopAfterNSteps(12, progress=False), rl.StepsPerEpisode())
-    assert hook.steps == [5, 5, 2]
-    container = agent.trajectory.container
-    assert int(container.sampleable_inds.sum()) == 12
-    assert not container["terminal"].any()
 
 
 def test_vector_env_acts_with_one_forward_per_act():
