@@ -30,6 +30,7 @@ from stagerl.algorithms.torch_state import (
 )
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, plan
 from stagerl.core.policy import Policy
+from stagerl.logging.scalars import is_logging_scalars, log_scalar
 from stagerl.policies.agent import Agent
 from stagerl.utils.devices import resolve_device
 
@@ -170,11 +171,28 @@ def learn_from_replay(policy: ContinuousPolicy, trajectory: Any,
     """``update(policy, batch)`` on every batch the trajectory's controller allows now (one
     sample of ``gradient_steps`` batches per ``train_freq`` transitions), as tensors on the
     policy's device, with denormal floats flushed on the CPU."""
+    before = policy.n_updates
     for batches in trajectory:
         with denormals_flushed(policy.device):
             for batch in batches:
                 update(policy, {k: torch.as_tensor(v, device=policy.device)
                                 for k, v in batch.items()})
+    every = REPORT_EVERY_N_UPDATES
+    if policy.n_updates // every > before // every and is_logging_scalars():
+        report_last_update(policy)
+
+
+#: Gradient steps between two reports of the last update's figures (CleanRL's every 100).
+REPORT_EVERY_N_UPDATES = 100
+
+
+def report_last_update(policy: ContinuousPolicy) -> None:
+    """The last update's losses (``losses/critic_loss``, ``losses/actor_loss``, ...) and its
+    mean TD target (``losses/q_values``) to whatever loggers listen."""
+    for name, value in policy.last_update.items():
+        if name == "target_q":
+            name, value = "q_values", value.mean()
+        log_scalar(f"losses/{name}", value)
 
 
 def make_continuous_agent(policy_class: type[ContinuousPolicy], env: Any, config: Any,

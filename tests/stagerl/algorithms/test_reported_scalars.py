@@ -65,3 +65,25 @@ def test_dqn_reports_each_bursts_td_loss_and_the_epsilon_of_the_next_act():
     # after act 76 (env step 152), so the next act's ε is 1 - 0.9 * 76 / 100.
     assert [round(v, 6) for n, v, _ in reported if n == "charts/epsilon"] == [
         0.316, 0.1, 0.1, 0.1, 0.1, 0.1]
+
+
+def test_sac_and_td3_report_the_last_updates_losses_every_hundred_updates():
+    from stagerl.algorithms.sac import SACConfig, make_sac_agent
+    from stagerl.algorithms.td3 import TD3Config, make_td3_agent
+
+    env = rl.GymVectorEnv("Pendulum-v1", num_envs=2, seed=0)
+    sac = make_sac_agent(env, SACConfig(learning_starts=20, batch_size=8, net_arch=(8,)),
+                         seed=0, device="cpu")
+    reported = _reported(sac, env, 240)  # one update per transition after the first 20
+    assert sac.policy.n_updates == 220  # reports after updates 100 and 200
+    assert [name for name, _, _ in reported] == [
+        "losses/q_values", "losses/critic_loss", "losses/actor_loss", "losses/ent_coef",
+        "losses/ent_coef_loss"] * 2
+    assert all(math.isfinite(value) for _, value, _ in reported)
+    env = rl.GymVectorEnv("Pendulum-v1", num_envs=2, seed=0)
+    td3 = make_td3_agent(env, TD3Config(learning_starts=20, batch_size=8, net_arch=(8,)),
+                         seed=0, device="cpu")
+    reported = _reported(td3, env, 240)  # 220 updates: reports after updates 100 and 200
+    names = [name for name, _, _ in reported]
+    assert names == ["losses/q_values", "losses/critic_loss", "losses/actor_loss"] * 2
+    assert all(math.isfinite(value) for _, value, _ in reported)
