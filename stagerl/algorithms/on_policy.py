@@ -37,6 +37,7 @@ from stagerl.algorithms.actor_critic import (
     build_model,
     spaces_of,
 )
+from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan, push
 from stagerl.core.env import VectorEnv
 from stagerl.core.policy import Policy, as_rng
@@ -174,10 +175,7 @@ class OnPolicy(Policy):
         super().to(device)
         self.device = torch.device(device)
         for optimiser in self.optimisers().values():
-            if optimiser.defaults.get("fused"):  # fused kernels keep step counts on the device
-                for state in optimiser.state.values():
-                    if isinstance(state.get("step"), torch.Tensor):
-                        state["step"] = state["step"].to(self.device)
+            move_fused_adam_steps(optimiser, self.device)
         return self
 
     def optimisers(self) -> dict[str, Any]:
