@@ -108,7 +108,10 @@ def test_train_returns_the_runners_summary_and_its_hooks_log_every_worker_step(l
                                                  for r in rows)
     with open(tmp_path / "updates.csv") as file:
         names = {row["name"] for row in csv.DictReader(file)}
-    assert names == {"eval/return_mean", "eval/return_std", "charts/batches"}
+    # The evaluations, the callback's scalar and what the central PPO reports per update.
+    assert names == {"eval/return_mean", "eval/return_std", "charts/batches",
+                     "losses/policy_loss", "losses/value_loss", "losses/entropy",
+                     "losses/approx_kl", "losses/clip_fraction", "charts/learning_rate"}
 
 
 def test_train_refuses_a_hook_that_is_not_a_hook(local_ray):
