@@ -55,7 +55,7 @@ def test_dqn_learns_with_two_workers_and_survives_a_killed_worker(local_ray):
     def kill_once(learner, batch):
         if learner.batches == 8 and not killed:  # worker 0 has requests in flight
             learner.pool.kill(0)
-            killed.append(learner.env_steps)
+            killed.append(learner.worker_steps[0])  # what worker 0 had inserted by then
 
     config = configure("dqn-cartpole", steps=4000, **DQN_SMOKE)
     with learner_for("dqn-cartpole", config, seed=0, device="cpu", workers=2,
@@ -64,7 +64,8 @@ def test_dqn_learns_with_two_workers_and_survives_a_killed_worker(local_ray):
         assert killed and figures["replaced_workers"] == 1
         assert [w["incarnations"] for w in figures["per_worker"]] == [2, 1]
         assert figures["env_steps"] == 4000 and consistent(learner)
-        assert figures["per_worker"][0]["env_steps"] > killed[0] / 2  # it went on acting
+        # Its replacement acted too (how much depends on how fast Ray starts it).
+        assert figures["per_worker"][0]["env_steps"] > killed[0]
         assert evaluation(learner.agent) >= 60  # random: ~22
 
 
