@@ -219,9 +219,15 @@ class EpisodeHook(Hook):
         self._mirror()
 
     def post_act(self, policy: Any, env: Any) -> None:
-        for episode in self.tracker.step(env):
-            self.on_episode(episode, policy, env)
-        self._mirror()
+        # Every step of every run passes here: the tracker and the mirrored fields are read
+        # without the property and the helper calls of the other stages.
+        tracker = self.__dict__.get("_tracker") or self.tracker
+        ended = tracker.step(env)
+        if ended:
+            for episode in ended:
+                self.on_episode(episode, policy, env)
+        for name, attribute in self.running_fields:
+            setattr(self, name, getattr(tracker, attribute))
 
     def post_episode(self, policy: Any, env: Any) -> None:
         for episode in self.tracker.finish(env):
