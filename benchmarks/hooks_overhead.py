@@ -3,9 +3,9 @@
 Part 1 runs a random policy on CartPole-v1 (one env, and a vector env of 8) with no hook and
 with each logging hook alone, interleaved, and prints the median extra microseconds per env
 step. Part 2 runs a named experiment as ``stagerl run`` does (default hooks: progress summary,
-CSV, TensorBoard, plot, evaluation and a checkpoint every 10k steps) and with no hooks at all
-(no log directory, so no checkpoints), each in a fresh
-process (imports included), interleaved, and prints the median wall times and their ratio.
+CSV, TensorBoard, plot, evaluation and a checkpoint every 10k steps), the same without
+checkpoints (``--checkpoint-every 0``) and with no hooks at all (no log directory), each in a
+fresh process (imports included), interleaved, and prints the median wall times and their ratios.
 
     python benchmarks/hooks_overhead.py                          # both parts, dqn-cartpole
     python benchmarks/hooks_overhead.py --experiment tabular-q-random-walk --steps 20000
@@ -107,21 +107,28 @@ def _child(args: list[str], env: dict) -> tuple[float, float]:
 def whole_run(experiment: str, steps: int | None, repetitions: int) -> None:
     steps_args = [] if steps is None else ["--steps", str(steps)]
     env = {k: v for k, v in os.environ.items() if k != "CI"}
-    hooked, bare = [], []
+    runs = {"stagerl run (default hooks)": ([], []),
+            "stagerl run --checkpoint-every 0": ([], ["--checkpoint-every", "0"]),
+            "no hooks": ([], None)}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repetitions):
-            hooked.append(_child([sys.executable, "-m", "stagerl", "run", experiment,
-                                  *steps_args, "--logdir", str(Path(tmp) / f"run{i}")], env))
-            bare.append(_child([sys.executable, "-c", _NO_HOOKS, experiment,
-                                "default" if steps is None else str(steps)], env))
+            for j, (times, extra) in enumerate(runs.values()):
+                if extra is None:
+                    args = [sys.executable, "-c", _NO_HOOKS, experiment,
+                            "default" if steps is None else str(steps)]
+                else:
+                    args = [sys.executable, "-m", "stagerl", "run", experiment, *steps_args,
+                            *extra, "--logdir", str(Path(tmp) / f"run{i}-{j}")]
+                times.append(_child(args, env))
     print(f"\nPart 2: {experiment} ({'its own steps' if steps is None else f'{steps:,} steps'})"
           f", whole process, median of {repetitions} interleaved runs")
+    bare = runs["no hooks"][0]
     for i, what in enumerate(("wall", "CPU")):
-        h = statistics.median(x[i] for x in hooked)
         b = statistics.median(x[i] for x in bare)
-        print(f"  {what:>4} s: stagerl run (default hooks) {h:7.2f} "
-              f"{[round(x[i], 1) for x in hooked]}, no hooks {b:7.2f} "
-              f"{[round(x[i], 1) for x in bare]}, ratio {h / b:.3f} ({(h / b - 1) * 100:+.1f}%)")
+        for label, (times, _) in runs.items():
+            h = statistics.median(x[i] for x in times)
+            print(f"  {what:>4} s: {label:<34} {h:7.2f} {[round(x[i], 1) for x in times]}"
+                  f"  ratio {h / b:.3f} ({(h / b - 1) * 100:+.1f}%)")
 
 
 def main() -> int:
@@ -134,7 +141,7 @@ def main() -> int:
     if args.part in ("1", "both"):
         per_step_costs(20_000 if args.quick else 50_000, 3 if args.quick else 5)
     if args.part in ("2", "both"):
-        whole_run(args.experiment, args.steps, 2 if args.quick else 3)
+        whole_run(args.experiment, args.steps, 2 if args.quick else 4)
     return 0
 
 
