@@ -55,7 +55,7 @@ from trajectories import (
 
 __all__ = ["ActorCritic", "OnPolicy", "RunningMeanStd", "rollout_trajectory", "read_rollout",
            "add_gae", "add_discounted_returns", "spaces_of", "scheduled", "check_config",
-           "build_model", "config_from", "make_vector_env"]
+           "build_model", "make_vector_env"]
 
 # ---- the policy ---------------------------------------------------------------------------------
 class OnPolicy(Policy):
@@ -396,16 +396,6 @@ def check_config(config: Any, who: str, positive: tuple = (), unit: tuple = (),
         if getattr(config, name) not in ("constant", "linear"):
             raise ValueError(f"{who}: {name} must be 'constant' or 'linear', got "
                              f"{name}={getattr(config, name)!r}")
-
-
-def config_from(config_type: type, source: Any, **values: Any) -> Any:
-    """A ``config_type`` dataclass with the fields that ``source`` (a named experiment's
-    configuration) shares with it, and ``values``."""
-    import dataclasses
-
-    shared = {f.name: getattr(source, f.name) for f in dataclasses.fields(config_type)
-              if hasattr(source, f.name)}
-    return config_type(**{**shared, **values})
 
 
 def make_vector_env(env_id: str, num_envs: int, seed: int) -> Any:

@@ -6,10 +6,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 import stagerl as rl
 from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
+from stagerl.experiments.registry import use_torch_threads
 
 
 @dataclass
@@ -39,8 +38,7 @@ def make_env(config: DQNExperimentConfig, seed: int) -> rl.GymEnv:
 
 
 def make_agent(config: DQNExperimentConfig, env: Any, seed: int, device: Any) -> rl.Agent:
-    if config.torch_threads > 0 and torch.device(device).type == "cpu":
-        torch.set_num_threads(config.torch_threads)
+    use_torch_threads(config.torch_threads, device)
     if config.total_timesteps is None:
         config = dataclasses.replace(config, total_timesteps=config.steps)
     return make_dqn_agent(env, config, seed=seed, device=device)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stagerl.algorithms.a2c import A2CConfig, make_a2c_agent
-from stagerl.algorithms.on_policy import config_from, make_vector_env
-from stagerl.experiments.registry import NamedExperiment
+from stagerl.algorithms.on_policy import make_vector_env
+from stagerl.experiments.registry import NamedExperiment, config_from
 
 
 @dataclass

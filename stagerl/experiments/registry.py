@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["NamedExperiment", "names", "describe", "load", "configure", "parse_overrides",
-           "hyper_parameters", "make_eval_env"]
+           "hyper_parameters", "make_eval_env", "config_from", "use_torch_threads"]
 
 _HERE = Path(__file__).resolve().parent
 _NOT_EXPERIMENTS = {"registry", "runner", "evaluation", "distributed"}
@@ -65,6 +65,25 @@ def make_eval_env(experiment: NamedExperiment, config: Any, seed: int) -> Any:
     from stagerl.envs.gym import GymEnv
 
     return GymEnv(config.env_id, seed=seed)
+
+
+def config_from(config_type: type, source: Any, **values: Any) -> Any:
+    """A ``config_type`` dataclass (an algorithm's settings) with the fields that ``source`` (a
+    named experiment's configuration) shares with it, and ``values``."""
+    shared = {f.name: getattr(source, f.name) for f in dataclasses.fields(config_type)
+              if hasattr(source, f.name)}
+    return config_type(**{**shared, **values})
+
+
+def use_torch_threads(threads: int, device: Any) -> None:
+    """Set torch's CPU threads to ``threads`` for a run on the CPU (0 leaves torch's setting).
+
+    Small networks learn fastest on one thread, and on a busy 2-core machine two threads can be
+    ten times slower (measured: 4.5 s against 58 s for the same 10k-step CartPole DQN run)."""
+    import torch
+
+    if threads > 0 and torch.device(device).type == "cpu":
+        torch.set_num_threads(threads)
 
 
 def _module_name(name: str) -> str:

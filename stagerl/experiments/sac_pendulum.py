@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 import stagerl as rl
 from stagerl.algorithms.sac import SACConfig, make_sac_agent
-from stagerl.experiments.registry import NamedExperiment
+from stagerl.experiments.registry import NamedExperiment, config_from, use_torch_threads
 
 
 @dataclass
@@ -16,9 +14,7 @@ class Config:
     """RL-Zoo's SAC hyper-parameters for Pendulum-v1 (learning_rate 1e-3, the rest SB3's
     defaults). ``ent_coef`` and ``target_entropy`` are ``"auto"`` or a number written as text;
     ``num_envs > 1`` trains on a vector env of that many sub-envs. ``torch_threads``: torch's CPU
-    threads, 1 by default: measured here, two threads made a 256-256 SAC update 1.5x faster
-    on an idle 2-core machine and over ten times slower on a busy one; 0 leaves torch's
-    setting alone."""
+    threads (see ``use_torch_threads``)."""
 
     steps: int = 20_000
     env_id: str = "Pendulum-v1"
@@ -44,15 +40,8 @@ def make_env(config: Config, seed: int) -> rl.Env:
 
 
 def make_agent(config: Config, env: rl.Env, seed: int, device) -> rl.Agent:
-    if config.torch_threads > 0 and torch.device(device).type == "cpu":
-        torch.set_num_threads(config.torch_threads)
-    sac = SACConfig(
-        learning_rate=config.learning_rate, buffer_size=config.buffer_size,
-        learning_starts=config.learning_starts, batch_size=config.batch_size, tau=config.tau,
-        gamma=config.gamma, train_freq=config.train_freq, gradient_steps=config.gradient_steps,
-        ent_coef=config.ent_coef, target_entropy=config.target_entropy,
-        net_arch=config.net_arch)
-    return make_sac_agent(env, sac, seed=seed, device=device)
+    use_torch_threads(config.torch_threads, device)
+    return make_sac_agent(env, config_from(SACConfig, config), seed=seed, device=device)
 
 
 EXPERIMENT = NamedExperiment(Config, make_env, make_agent)

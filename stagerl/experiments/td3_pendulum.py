@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 import stagerl as rl
 from stagerl.algorithms.td3 import TD3Config, make_td3_agent
-from stagerl.experiments.registry import NamedExperiment
+from stagerl.experiments.registry import NamedExperiment, config_from, use_torch_threads
 
 
 @dataclass
@@ -16,9 +14,7 @@ class Config:
     """RL-Zoo's TD3 hyper-parameters for Pendulum-v1 (10k random steps first, Gaussian
     exploration noise of 0.1, a 400-300 MLP; the rest SB3's defaults). ``num_envs > 1`` trains
     on a vector env of that many sub-envs. ``torch_threads``: torch's CPU
-    threads, 1 by default: measured here, two threads made a 256-256 SAC update 1.5x faster
-    on an idle 2-core machine and over ten times slower on a busy one; 0 leaves torch's
-    setting alone."""
+    threads (see ``use_torch_threads``)."""
 
     steps: int = 20_000
     env_id: str = "Pendulum-v1"
@@ -49,18 +45,11 @@ def make_env(config: Config, seed: int) -> rl.Env:
 def td3_config(config: Config) -> TD3Config:
     """The algorithm's settings from the experiment's (every field but steps, env_id,
     num_envs and torch_threads)."""
-    return TD3Config(
-        learning_rate=config.learning_rate, buffer_size=config.buffer_size,
-        learning_starts=config.learning_starts, batch_size=config.batch_size, tau=config.tau,
-        gamma=config.gamma, train_freq=config.train_freq, gradient_steps=config.gradient_steps,
-        policy_delay=config.policy_delay, target_policy_noise=config.target_policy_noise,
-        target_noise_clip=config.target_noise_clip, action_noise=config.action_noise,
-        net_arch=config.net_arch, n_critics=config.n_critics)
+    return config_from(TD3Config, config)
 
 
 def make_agent(config: Config, env: rl.Env, seed: int, device) -> rl.Agent:
-    if config.torch_threads > 0 and torch.device(device).type == "cpu":
-        torch.set_num_threads(config.torch_threads)
+    use_torch_threads(config.torch_threads, device)
     return make_td3_agent(env, td3_config(config), seed=seed, device=device)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stagerl.algorithms.on_policy import config_from, make_vector_env
+from stagerl.algorithms.on_policy import make_vector_env
 from stagerl.algorithms.vpg import VPGConfig, make_vpg_agent
-from stagerl.experiments.registry import NamedExperiment
+from stagerl.experiments.registry import NamedExperiment, config_from
 
 
 @dataclass
