@@ -155,7 +155,9 @@ def test_a_worker_whose_env_raises_stops_the_run_and_the_data_stays_intact(local
     with learner, pytest.raises(RolloutWorkerError,
                                 match=r"rollout worker 1 .*ValueError: the walk broke"):
         learner.train(400)
-    assert learner.figures()["per_worker"][1]["env_steps"] < 40 <= learner.env_steps
+    # Nothing of the failing batch arrived; how much the other worker gave by then depends on
+    # how the two actors were scheduled.
+    assert learner.figures()["per_worker"][1]["env_steps"] < 40
     assert learner.env_steps % 5 == 0 and consistent(learner)  # whole batches only
 
 
