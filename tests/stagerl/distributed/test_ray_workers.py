@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import traceback
 
 import numpy as np
 import pytest
@@ -154,8 +155,15 @@ def test_a_worker_whose_env_raises_stops_the_run_and_the_data_stays_intact(local
     pool = WorkerPool(walk_for, walk_agent, workers=2, seed=0)
     learner = Learner(walk_agent(None, 0), pool, steps_per_batch=5)
     with learner, pytest.raises(RolloutWorkerError,
-                                match=r"rollout worker 1 .*ValueError: the walk broke"):
+                                match=r"rollout worker 1 .*ValueError: the walk broke") as error:
         learner.train(400)
+    # The env's exception is the cause, and a printed traceback shows where the env raised it.
+    cause = error.value.__cause__
+    assert type(cause) is ValueError and str(cause) == "the walk broke"
+    printed = "".join(traceback.format_exception(error.value))
+    assert printed.index("in act\n    raise ValueError(\"the walk broke\")") < printed.index(
+        "ValueError: the walk broke\n\nThe above exception was the direct cause")
+    assert "in train" in printed  # and where the learner was when it arrived
     # Nothing of the failing batch arrived; how much the other worker gave by then depends on
     # how the two actors were scheduled.
     assert learner.figures()["per_worker"][1]["env_steps"] < 40
