@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 import traceback
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -115,6 +116,50 @@ def test_train_returns_the_runners_summary_and_its_hooks_log_every_worker_step(l
     assert names == {"eval/return_mean", "eval/return_std", "charts/batches",
                      "losses/policy_loss", "losses/value_loss", "losses/entropy",
                      "losses/approx_kl", "losses/clip_fraction", "charts/learning_rate"}
+
+
+def test_episodes_csv_of_a_dqn_run_on_workers_holds_the_episodes_the_workers_ended(local_ray,
+                                                                                 tmp_path):
+    import csv
+
+    from stagerl.experiments.distributed import train
+    from stagerl.logging import CSVLogger
+
+    inserted, ended, last = [], Counter(), {}
+
+    def record(learner, batch):
+        inserted.append((batch.worker, batch.incarnation, batch.sequence))
+        ended.update(batch.episodes)  # (return, length) of the episodes the worker ended
+        last[batch.worker] = batch.fragments[-1]
+
+    # Batches of 16 steps, about 190 of them: many episodes span several batches.
+    config = configure("dqn-cartpole", learning_starts=100, train_freq=16, gradient_steps=1,
+                       net_arch=(16,))
+    summary = train("dqn-cartpole", config, 3000, 0, 2, device="cpu",
+                    hooks=[CSVLogger(tmp_path)], callback=record)
+    for worker in (0, 1):  # each worker's batches went in in its order
+        assert [s for w, i, s in inserted if w == worker] == list(
+            range(sum(1 for w, *_ in inserted if w == worker)))
+    figures = summary["workers"]
+    assert figures["staleness"]["max"] <= figures["staleness"]["bound"] == 8
+    # A CartPole episode's return is its length. The workers' last episodes: one that ended on
+    # a batch's last step reaches the worker's records with its next batch (none came); one
+    # still running is logged as cut by the stop.
+    running = []
+    for fragment in last.values():
+        steps = fragment.first_step + fragment.n_steps
+        if fragment.columns["terminal"][-1] or fragment.columns["truncated"][-1]:
+            ended[(float(steps), steps)] += 1
+        else:
+            running.append(steps)
+    with open(tmp_path / "episodes.csv") as file:
+        rows = list(csv.DictReader(file))
+    logged = Counter((float(r["return"]), int(r["length"])) for r in rows
+                     if r["terminated"] == "1" or r["truncated"] == "1")
+    assert logged == ended and sum(ended.values()) > 50
+    cut = [int(r["length"]) for r in rows if r["terminated"] == r["truncated"] == "0"]
+    assert sorted(cut) == sorted(running)
+    assert sum(int(r["length"]) for r in rows) == 3000
 
 
 def test_train_refuses_a_hook_that_is_not_a_hook(local_ray):
