@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +18,8 @@ pytest.importorskip("ray")
 ENV = {**os.environ, "CI": "1"}
 
 
-def stagerl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "stagerl", *args], cwd=cwd, env=ENV,
+def stagerl(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "stagerl", *args], cwd=cwd, env=env or ENV,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -50,3 +51,41 @@ def test_what_a_ray_run_cannot_do_is_one_line_and_nothing_written(tmp_path, args
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1 and message in result.stderr, result.stderr
     assert not list(tmp_path.iterdir())
+
+
+BROKEN_CART = '''
+import gymnasium
+from gymnasium.envs.classic_control import CartPoleEnv
+
+
+class BrokenCart(CartPoleEnv):
+    steps = 0
+
+    def step(self, action):
+        BrokenCart.steps += 1
+        if BrokenCart.steps == 300:
+            raise ValueError("the cart broke")
+        return super().step(action)
+
+
+gymnasium.register("BrokenCart-v0", entry_point=BrokenCart, max_episode_steps=500)
+'''
+
+
+def test_a_worker_whose_env_raises_prints_the_envs_frames_and_the_worker(tmp_path):
+    # A user's own gymnasium env (module:id) that raises in the workers' processes.
+    (tmp_path / "brokencart.py").write_text(BROKEN_CART)
+    path = os.pathsep.join(p for p in (str(tmp_path), ENV.get("PYTHONPATH")) if p)
+    result = stagerl("run", "dqn-cartpole", "--steps", "2000", "--device", "cpu",
+                     "--ray-workers", "2", "--logdir", "out", "--no-tensorboard",
+                     "env_id=brokencart:BrokenCart-v0", "learning_starts=100",
+                     "train_freq=64", "gradient_steps=1",
+                     cwd=tmp_path, env={**ENV, "PYTHONPATH": path})
+    assert result.returncode == 1
+    stderr = result.stderr
+    where = stderr.index('brokencart.py", line 12, in step\n    raise ValueError("the cart '
+                         'broke")\nValueError: the cart broke')
+    cause = stderr.index("ValueError: the cart broke\n\nThe above exception was the direct cause")
+    assert where < cause < stderr.index("in _stream")  # then the learner's frames
+    assert re.search(r"\nstagerl\.distributed\.worker\.RolloutWorkerError: rollout worker [01] "
+                     r"\(incarnation 0\) failed: ValueError: the cart broke\n$", stderr), stderr

@@ -12,8 +12,12 @@ needs them, and every worker still acting with an older version gets them with i
 Two schedules:
 
 * off-policy (``on_policy(policy)`` False, e.g. DQN): asynchronous. Each worker has up to
-  ``in_flight`` requests pending; a batch is inserted as soon as it arrives, whatever version
-  acted it, and its worker is asked for the next one.
+  ``in_flight`` requests pending, and its batches go in in the order it acted them: only the
+  oldest pending request of each worker is waited for (a later batch of a worker that arrived
+  first would cut the episodes they share into pieces). Of the ready ones the oldest goes in
+  first, and its worker is asked for the next batch. Staleness, the versions the weights moved
+  on between a batch's request and its insert, is bounded by ``max_staleness``: when a pending
+  request would pass it, the learner waits for the oldest one before it inserts anything else.
 * on-policy (PPO and the other policy-gradient methods): synchronous rounds. Every worker acts
   one batch with the current version; the batches are inserted in worker order and learned from
   together; a batch of another version would be dropped (it cannot be, unless a worker's reply
@@ -61,11 +65,15 @@ class Learner:
         in_flight: requests pending per worker (default 2 off-policy, so a worker acts while
             its last batch is learned from; on-policy rounds always use 1).
         callback: ``callback(learner, batch)`` after each inserted batch (logging, tests).
+        max_staleness: off-policy, the most versions a batch's weights may be behind the
+            current ones when it goes in (default ``2 * in_flight * workers``; at least
+            ``in_flight * workers - 1``, the requests that can be pending at once).
+            On-policy batches are always acted by the current weights.
     """
 
     def __init__(self, agent: Any, pool: Any, lanes_per_worker: int | None = None,
                  steps_per_batch: int | None = None, in_flight: int | None = None,
-                 callback: Any = None):
+                 callback: Any = None, max_staleness: int | None = None):
         if not isinstance(agent, Agent) or not isinstance(agent.trajectory, Trajectory):
             raise TypeError(f"Learner needs a stagerl.Agent with a Trajectory, got "
                             f"{type(agent).__name__}")
@@ -100,6 +108,7 @@ class Learner:
         self.in_flight = 1 if self.on_policy else int(in_flight or 2)
         if self.in_flight < 1:
             raise ValueError(f"in_flight must be >= 1, got in_flight={in_flight!r}")
+        self.max_staleness = self._staleness_bound(max_staleness)
         self.version = 0
         self.env_steps = 0
         self.batches = 0
@@ -114,7 +123,11 @@ class Learner:
         self._seen: set = set()
         self._lane_episode: dict = {}  # lane -> (episode id, its steps inserted so far)
         self._known = [-1] * workers  # the weights version each worker has (or was sent)
-        self._asked: dict = {}  # pending reference -> steps asked
+        # pending reference -> (worker, steps asked, weights version), in the order asked
+        self._asked: dict = {}
+        # Staleness of the inserted batches (the versions their weights were behind): the
+        # largest, the sum, and how often the oldest request went first to keep the bound.
+        self._staleness = {"max": 0, "sum": 0, "oldest_first": 0}
         self._weights = (None, -1)  # (reference, version)
         self._wall = 0.0
         self._ready = False
@@ -133,6 +146,18 @@ class Learner:
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps_per_batch must be an int >= 1, got {steps!r}")
         return steps
+
+    def _staleness_bound(self, bound: int | None) -> int:
+        least = self.in_flight * self.pool.workers - 1
+        if bound is None:
+            return 2 * self.in_flight * self.pool.workers
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < least:
+            raise ValueError(
+                f"max_staleness must be an int >= {least} for {self.pool.workers} workers with "
+                f"in_flight={self.in_flight} (as many requests can be pending at once), got "
+                f"max_staleness={bound!r}; use fewer workers or a smaller in_flight for "
+                f"fresher batches")
+        return bound
 
     # ---- the run --------------------------------------------------------------------------------
 
@@ -162,8 +187,8 @@ class Learner:
         for slot in range(self.pool.workers):
             for _ in range(self.in_flight):
                 self._request(slot, target)
-        while self.pool.pending():
-            ref = self._next_ready()
+        while self._asked:
+            ref = self._next_in_order()
             slot = self.pool.slot_of(ref)
             batch = self._result(ref)
             if batch is not None:
@@ -177,8 +202,8 @@ class Learner:
             batches: list = [None] * workers
             for slot in range(workers):
                 self._request(slot, None)
-            while self.pool.pending():
-                ref = self._next_ready()
+            while self._asked:
+                ref = self._wait(list(self._asked))[0]
                 slot = self.pool.slot_of(ref)
                 batch = self._result(ref)
                 if batch is None:  # its worker died: ask the replacement
@@ -191,7 +216,8 @@ class Learner:
     def _request(self, slot: int, target: int | None) -> None:
         steps = self.steps_per_batch
         if target is not None:  # stream: ask only for what the run still needs
-            steps = min(steps, target - self.env_steps - sum(self._asked.values()))
+            asked = sum(steps for _, steps, _ in self._asked.values())
+            steps = min(steps, target - self.env_steps - asked)
             if steps <= 0:
                 return
         weights = None
@@ -199,7 +225,7 @@ class Learner:
             weights = self._weights_ref()
             self._known[slot] = self.version
         ref = self.pool.submit(slot, steps, weights, self.env_steps, self.version)
-        self._asked[ref] = steps
+        self._asked[ref] = (slot, steps, self.version)
 
     def _weights_ref(self) -> Any:
         ref, version = self._weights
@@ -211,11 +237,34 @@ class Learner:
             self.seconds["broadcasting"] += time.perf_counter() - start
         return ref
 
-    def _next_ready(self) -> Any:
+    def _next_in_order(self) -> Any:
+        """The pending request to insert next: the oldest ready one among each worker's oldest
+        (so every worker's batches go in in its order), or the oldest of all when waiting for
+        another could let a pending request pass ``max_staleness``.
+
+        Inserting a batch moves the version on by at most one, so a request ``i``-th in line
+        goes in at most ``version - its version + i`` versions behind if the oldest go first;
+        while that stays below the bound for every request, any worker's oldest may go next.
+        """
+        asked = self._asked
+        version, bound = self.version, self.max_staleness
+        heads: dict = {}
+        for i, (ref, (slot, _, acted)) in enumerate(asked.items()):
+            if version - acted + i >= bound:
+                oldest = next(iter(asked))
+                self._staleness["oldest_first"] += 1
+                self._wait([oldest])
+                return oldest
+            heads.setdefault(slot, ref)
+        ready = set(self._wait(list(heads.values())))
+        return next(ref for ref in asked if ref in ready)  # the oldest of the ready ones
+
+    def _wait(self, refs: list) -> list:
+        """The references among ``refs`` that are ready (waiting for one if none is)."""
         start = time.perf_counter()
-        (ref,) = self.pool.wait()
+        ready = self.pool.wait(refs)
         self.seconds["waiting"] += time.perf_counter() - start
-        return ref
+        return ready
 
     def _result(self, ref: Any) -> RolloutBatch | None:
         start = time.perf_counter()
@@ -244,6 +293,9 @@ class Learner:
                 continue
             for fragment in batch.fragments:
                 self._insert_fragment(batch.worker, fragment)
+            staleness = self._staleness
+            staleness["max"] = max(staleness["max"], self.version - batch.version)
+            staleness["sum"] += self.version - batch.version
             self.env_steps += batch.env_steps
             self.batches += 1
             self.worker_steps[batch.worker] += batch.env_steps
@@ -289,6 +341,7 @@ class Learner:
                                "steps_per_second": steps / seconds if seconds > 0 else 0.0,
                                "incarnations": self.pool.incarnations[slot] + 1})
         returns = [r for r, _ in self.episodes]
+        staleness = self._staleness
         return {
             "workers": self.pool.workers,
             "env_steps": self.env_steps,
@@ -300,6 +353,10 @@ class Learner:
             "replaced_workers": self.pool.replaced,
             "versions": self.version,
             "weight_broadcasts": self.broadcasts,
+            "staleness": {"max": staleness["max"],
+                          "mean": staleness["sum"] / self.batches if self.batches else 0.0,
+                          "bound": 0 if self.on_policy else self.max_staleness,
+                          "oldest_first": staleness["oldest_first"]},
             "episodes": len(self.episodes),
             "last_returns_mean": float(np.mean(returns[-20:])) if returns else None,
             "seconds": dict(self.seconds),

@@ -167,9 +167,14 @@ class WorkerPool:
     def pending(self) -> list:
         return list(self._slot_of)
 
-    def wait(self, timeout: float | None = None) -> list:
-        """The pending references that are ready (at least one, unless ``timeout`` passes)."""
-        ready, _ = self.ray.wait(list(self._slot_of), num_returns=1, timeout=timeout)
+    def wait(self, refs: list | None = None, timeout: float | None = None) -> list:
+        """The references among ``refs`` (default: all pending) that are ready now, or else
+        the first to become ready (none if ``timeout`` passes first). Their order says nothing:
+        ``ray.wait`` hands ready references back in no particular order."""
+        refs = list(self._slot_of) if refs is None else list(refs)
+        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+        if not ready and timeout != 0:
+            ready, _ = self.ray.wait(refs, num_returns=1, timeout=timeout)
         return ready
 
     def result(self, ref: Any) -> Any:
@@ -182,8 +187,10 @@ class WorkerPool:
             return batch
         except exceptions.RayTaskError as error:  # the worker's env or policy raised
             cause = error.cause if isinstance(error.cause, BaseException) else error
-            if isinstance(cause, RolloutWorkerError):
-                raise RolloutWorkerError(str(cause)) from cause.__cause__
+            if isinstance(cause, RolloutWorkerError):  # its cause is the env's or policy's
+                failure = RolloutWorkerError(str(cause))
+                failure.worker_traceback = getattr(cause, "worker_traceback", None)
+                raise failure from cause.__cause__
             raise RolloutWorkerError(f"rollout worker {slot} failed: "
                                      f"{type(cause).__name__}: {cause}") from cause
         except exceptions.RayActorError as error:

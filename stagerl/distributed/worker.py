@@ -15,6 +15,7 @@ test or a notebook can call it directly.
 
 from __future__ import annotations
 
+import pickle
 import queue
 import sys
 import threading
@@ -34,12 +35,70 @@ from stagerl.distributed.protocol import set_weights
 from stagerl.policies.agent import Agent
 from trajectories import Trajectory
 
-__all__ = ["RolloutWorker", "RolloutWorkerError", "worker_seed"]
+__all__ = ["RolloutWorker", "RolloutWorkerError", "WorkerTraceback", "worker_seed"]
 
 
 class RolloutWorkerError(RuntimeError):
     """A rollout worker failed (its env or policy raised); the message names the worker and the
-    cause, and the original exception is the ``__cause__``."""
+    cause, and the original exception is the ``__cause__``.
+
+    From a worker in another process (a Ray actor) the error arrives with the original
+    exception as its ``__cause__`` too, and that exception's own ``__cause__`` is a
+    :class:`WorkerTraceback` holding the frames it was raised in there (a traceback cannot
+    travel between processes, its text can), so a printed traceback shows them.
+    ``worker_traceback`` is that text.
+
+    Example:
+        >>> import pickle
+        >>> error = RolloutWorkerError("rollout worker 1 failed: ValueError: broke")
+        >>> error.__cause__, error.worker_traceback = ValueError("broke"), "Traceback ..."
+        >>> arrived = pickle.loads(pickle.dumps(error))
+        >>> arrived.__cause__, arrived.__cause__.__cause__.text
+        (ValueError('broke'), 'Traceback ...')
+    """
+
+    def __reduce__(self):
+        return (_arrived, (type(self), self.args, _portable(self.__cause__),
+                           dict(self.__dict__)))
+
+
+class WorkerTraceback(Exception):
+    """The traceback of an exception raised in a rollout worker's process, as text; printed
+    with a traceback as the cause of that exception (``text`` is the traceback)."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.text.rstrip()}\n"""'
+
+
+def _portable(error: BaseException | None) -> BaseException | None:
+    """``error`` if it survives pickling, else a ``RuntimeError`` naming its type and message
+    (an exception whose class the receiving process cannot rebuild)."""
+    if error is None:
+        return None
+    ray = sys.modules.get("ray")  # Ray sends errors with cloudpickle (classes by value)
+    dumps = ray.cloudpickle.dumps if ray is not None else pickle.dumps
+    try:
+        pickle.loads(dumps(error))
+        return error
+    except Exception:
+        kind = type(error)
+        return RuntimeError(f"{kind.__module__}.{kind.__qualname__}: {error}")
+
+
+def _arrived(kind: type, args: tuple, cause: BaseException | None, state: dict):
+    """A :class:`RolloutWorkerError` unpickled: its cause again, with the worker's frames."""
+    error = kind(*args)
+    error.__dict__.update(state)
+    if cause is not None:
+        text = state.get("worker_traceback")
+        if text and cause.__cause__ is None:
+            cause.__cause__ = WorkerTraceback(text)
+        error.__cause__ = cause
+    return error
 
 
 def worker_seed(seed: int, worker: int, incarnation: int = 0) -> int:

@@ -71,7 +71,7 @@ def learner_for(experiment: str | NamedExperiment, config: Any = None, seed: int
                 device: Any = "auto", workers: int = 2, address: str | None = None, *,
                 steps_per_batch: int | None = None, in_flight: int | None = None,
                 cpus_per_worker: float = 1.0, make_hook: Any = None,
-                callback: Any = None) -> Learner:
+                callback: Any = None, max_staleness: int | None = None) -> Learner:
     """A :class:`~stagerl.distributed.Learner` for a named experiment with ``workers`` Ray
     workers.
 
@@ -101,7 +101,7 @@ def learner_for(experiment: str | NamedExperiment, config: Any = None, seed: int
                       workers, seed, address, make_hook, cpus_per_worker)
     try:
         return Learner(agent, pool, lanes.lanes_per_worker, steps_per_batch, in_flight,
-                       callback)
+                       callback, max_staleness)
     except BaseException:
         pool.shutdown()
         raise
@@ -125,7 +125,7 @@ def train(experiment: str | NamedExperiment, config: Any, steps: int | None, see
             ``Evaluate``, ...). They see the workers' episodes as they end, replayed by
             :class:`~stagerl.distributed.EpisodeReplay`, and the central agent as the policy.
         options: passed to :func:`learner_for` (``steps_per_batch``, ``in_flight``,
-            ``cpus_per_worker``, ``make_hook``, ``callback``).
+            ``max_staleness``, ``cpus_per_worker``, ``make_hook``, ``callback``).
 
     Returns:
         The summary: ``seed``, ``device``, ``env_steps``, ``wall_seconds`` (training, without

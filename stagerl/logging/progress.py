@@ -24,7 +24,8 @@ def _check_total(owner: str, total: Any) -> None:
 
 @dataclass
 class ProgressBar(LoggingHook):
-    """A tqdm bar over env steps (``tqdm.auto``: a widget in notebooks) showing the episodes
+    """A tqdm bar over env steps (``tqdm.auto``: a widget in notebooks, with the ``notebook``
+    extra, ``pip install 'stagerl[notebook]'``, which brings ipywidgets) showing the episodes
     finished, the mean return of the last ``window`` of them and the steps per second.
 
     ``total`` is the run's length in env steps (a bar to it), or ``None`` (a counter). The bar

@@ -34,8 +34,9 @@ def log_scalar(name: str, value: Any, step: int | None = None) -> None:
     Args:
         name: a tag such as ``"losses/td_loss"`` or ``"charts/epsilon"`` (TensorBoard groups
             tags by the part before ``/``).
-        value: an int, a float, a 0-d numpy array or a one-element tensor (converted with
-            ``float`` only while a logger listens: on a GPU that waits for the value).
+        value: an int, a float, a 0-d numpy array or a one-element tensor, also one that
+            requires gradients (detached and converted with ``float`` only while a logger
+            listens: on a GPU that waits for the value).
         step: the env step to file it under; default: the step being run.
 
     Example:
@@ -61,6 +62,9 @@ def _record(name: Any, value: Any, step: Any) -> tuple[str, float, int | None]:
     if not isinstance(name, str) or not name:
         raise TypeError(f"log_scalar needs a non-empty str name such as 'losses/td_loss', got "
                         f"name={name!r}")
+    detach = getattr(value, "detach", None)
+    if callable(detach):  # a tensor in a graph: its value, without converting the graph's node
+        value = detach()
     try:
         number = float(value)
     except (TypeError, ValueError, RuntimeError) as error:  # RuntimeError: a tensor of many

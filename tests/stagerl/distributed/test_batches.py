@@ -4,8 +4,10 @@ the ordinary loop records in one process, lane by lane, whatever the batch bound
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
+import traceback
 
 import gymnasium
 import numpy as np
@@ -16,6 +18,7 @@ import stagerl as rl
 from stagerl.distributed import Learner, RolloutWorker, RolloutWorkerError
 from stagerl.distributed.batches import FragmentReader
 from stagerl.distributed.protocol import get_weights, set_weights
+from stagerl.distributed.worker import WorkerTraceback
 
 NAMES = ("state", "next_state", "action", "reward", "terminal")
 
@@ -206,6 +209,43 @@ def test_a_worker_whose_env_raises_names_itself_and_the_cause():
                                                      r"broke") as error:
             worker.sample(10)
         assert isinstance(error.value.__cause__, ValueError)
+
+
+def test_a_worker_error_sent_to_another_process_keeps_its_cause_and_the_env_frames():
+    worker = RolloutWorker(lambda seed: FailingWalk(), walk_agent, worker=2)
+    with pytest.raises(RolloutWorkerError) as raised:
+        worker.sample(20)
+    arrived = pickle.loads(pickle.dumps(raised.value))  # as a Ray actor sends it
+    assert str(arrived) == str(raised.value) and type(arrived) is RolloutWorkerError
+    cause = arrived.__cause__
+    assert type(cause) is ValueError and str(cause) == "the walk broke"
+    assert isinstance(cause.__cause__, WorkerTraceback)
+    printed = "".join(traceback.format_exception(arrived))
+    assert printed.index('in act\n    raise ValueError("the walk broke")') < printed.index(
+        "ValueError: the walk broke")
+
+
+class Unbuildable(Exception):
+    """An exception that cannot be rebuilt from its arguments (pickling it fails)."""
+
+    def __init__(self, code, detail):
+        super().__init__(f"code {code}: {detail}")
+
+
+class UnbuildableWalk(rl.RandomWalk1D):
+    def act(self, action):
+        raise Unbuildable(7, "the walk broke")
+
+
+def test_a_worker_error_whose_cause_cannot_travel_keeps_its_type_name_and_frames():
+    worker = RolloutWorker(lambda seed: UnbuildableWalk(), walk_agent, worker=0)
+    with pytest.raises(RolloutWorkerError) as raised:
+        worker.sample(5)
+    assert isinstance(raised.value.__cause__, Unbuildable)  # in this process: the exception
+    arrived = pickle.loads(pickle.dumps(raised.value))
+    assert type(arrived.__cause__) is RuntimeError
+    assert str(arrived.__cause__) == f"{__name__}.Unbuildable: code 7: the walk broke"
+    assert "in act\n    raise Unbuildable(7" in arrived.__cause__.__cause__.text
 
 
 def test_a_worker_refuses_an_agent_it_cannot_ship():

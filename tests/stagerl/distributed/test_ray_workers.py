@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import traceback
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -116,6 +118,50 @@ def test_train_returns_the_runners_summary_and_its_hooks_log_every_worker_step(l
                      "losses/approx_kl", "losses/clip_fraction", "charts/learning_rate"}
 
 
+def test_episodes_csv_of_a_dqn_run_on_workers_holds_the_episodes_the_workers_ended(local_ray,
+                                                                                 tmp_path):
+    import csv
+
+    from stagerl.experiments.distributed import train
+    from stagerl.logging import CSVLogger
+
+    inserted, ended, last = [], Counter(), {}
+
+    def record(learner, batch):
+        inserted.append((batch.worker, batch.incarnation, batch.sequence))
+        ended.update(batch.episodes)  # (return, length) of the episodes the worker ended
+        last[batch.worker] = batch.fragments[-1]
+
+    # Batches of 16 steps, about 190 of them: many episodes span several batches.
+    config = configure("dqn-cartpole", learning_starts=100, train_freq=16, gradient_steps=1,
+                       net_arch=(16,))
+    summary = train("dqn-cartpole", config, 3000, 0, 2, device="cpu",
+                    hooks=[CSVLogger(tmp_path)], callback=record)
+    for worker in (0, 1):  # each worker's batches went in in its order
+        assert [s for w, i, s in inserted if w == worker] == list(
+            range(sum(1 for w, *_ in inserted if w == worker)))
+    figures = summary["workers"]
+    assert figures["staleness"]["max"] <= figures["staleness"]["bound"] == 8
+    # A CartPole episode's return is its length. The workers' last episodes: one that ended on
+    # a batch's last step reaches the worker's records with its next batch (none came); one
+    # still running is logged as cut by the stop.
+    running = []
+    for fragment in last.values():
+        steps = fragment.first_step + fragment.n_steps
+        if fragment.columns["terminal"][-1] or fragment.columns["truncated"][-1]:
+            ended[(float(steps), steps)] += 1
+        else:
+            running.append(steps)
+    with open(tmp_path / "episodes.csv") as file:
+        rows = list(csv.DictReader(file))
+    logged = Counter((float(r["return"]), int(r["length"])) for r in rows
+                     if r["terminated"] == "1" or r["truncated"] == "1")
+    assert logged == ended and sum(ended.values()) > 50
+    cut = [int(r["length"]) for r in rows if r["terminated"] == r["truncated"] == "0"]
+    assert sorted(cut) == sorted(running)
+    assert sum(int(r["length"]) for r in rows) == 3000
+
+
 def test_train_refuses_a_hook_that_is_not_a_hook(local_ray):
     from stagerl.experiments.distributed import train
 
@@ -154,8 +200,15 @@ def test_a_worker_whose_env_raises_stops_the_run_and_the_data_stays_intact(local
     pool = WorkerPool(walk_for, walk_agent, workers=2, seed=0)
     learner = Learner(walk_agent(None, 0), pool, steps_per_batch=5)
     with learner, pytest.raises(RolloutWorkerError,
-                                match=r"rollout worker 1 .*ValueError: the walk broke"):
+                                match=r"rollout worker 1 .*ValueError: the walk broke") as error:
         learner.train(400)
+    # The env's exception is the cause, and a printed traceback shows where the env raised it.
+    cause = error.value.__cause__
+    assert type(cause) is ValueError and str(cause) == "the walk broke"
+    printed = "".join(traceback.format_exception(error.value))
+    assert printed.index("in act\n    raise ValueError(\"the walk broke\")") < printed.index(
+        "ValueError: the walk broke\n\nThe above exception was the direct cause")
+    assert "in train" in printed  # and where the learner was when it arrived
     # Nothing of the failing batch arrived; how much the other worker gave by then depends on
     # how the two actors were scheduled.
     assert learner.figures()["per_worker"][1]["env_steps"] < 40

@@ -117,3 +117,36 @@ def test_progress_bar_and_console_summary_continue_counting_after_a_resume(tmp_p
     assert "env steps" not in out.out
     assert summary_lines(out.err) == lines[2:]
     assert resumed_summary.episodes == summary.episodes
+
+
+def test_in_a_notebook_the_bar_is_a_widget_and_tqdm_does_not_warn(monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    monkeypatch.delenv("CI", raising=False)  # the kernel inherits the environment: a bar
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    cell = nbformat.v4.new_code_cell(
+        "import warnings\n"
+        "warnings.simplefilter('always')\n"
+        "import stagerl as rl\n"
+        "bar = rl.ProgressBar(total=300)\n"
+        "_ = rl.run(rl.RandomPolicy(rng=0), rl.RandomWalk1D(),\n"
+        "           rl.StopAfterNSteps(300, progress=False), bar)\n"
+        "print('steps', bar.env_step)")
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    outputs = notebook.cells[0].outputs
+    text = "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
+    assert "TqdmWarning" not in text and "IProgress" not in text, text
+    widgets = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in
+               o.get("data", {})]
+    assert len(widgets) == 1 and "steps 300" in text  # one widget bar, the run to its end
+
+
+def test_the_notebook_extra_brings_the_widgets_the_bar_needs():
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    for extra in ("notebook", "dev"):
+        assert any(r.startswith("ipywidgets") for r in extras[extra]), extra

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import pickle
+import subprocess
+import sys
 import timeit
 
 import numpy as np
@@ -73,6 +75,22 @@ def test_bad_reports_raise_type_error_while_listening(name, value, step, match):
     with ScalarListener() as listener, pytest.raises(TypeError, match=match):
         log_scalar(name, value, step)
     assert listener.received == []
+
+
+def test_a_tensor_that_requires_gradients_is_logged_without_a_warning():
+    # torch warns once per process when such a tensor is converted: a fresh process tells.
+    code = (
+        "import warnings, torch\n"
+        "from stagerl.logging import ScalarListener, log_scalar\n"
+        "loss = (torch.ones(3, requires_grad=True) * 2).mean()\n"
+        "warnings.simplefilter('error')\n"
+        "with ScalarListener() as listener:\n"
+        "    log_scalar('losses/loss', loss)\n"
+        "print(listener.drain(), loss.requires_grad, loss.grad_fn is not None)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout == "[('losses/loss', 2.0, None)] True True\n"  # the graph is kept
 
 
 def test_copies_start_closed_and_keep_what_was_received():
