@@ -8,6 +8,7 @@ from stagerl.multi_agent.env import MultiAgentEnv
 from stagerl.multi_agent.hooks import MultiAgentHook, WinDrawLoss
 from stagerl.multi_agent.lanes import PlayerLanes
 from stagerl.multi_agent.pettingzoo import PettingZooEnv, PettingZooParallelEnv
+from stagerl.multi_agent.player_columns import MultiAgentCSVLogger
 from stagerl.multi_agent.policy import MultiAgentPolicy, Turns
 from stagerl.multi_agent.rock_paper_scissors import RockPaperScissors
 from stagerl.multi_agent.styles import SEQUENTIAL, SIMULTANEOUS, DynamicStyle
@@ -26,6 +27,7 @@ __all__ = [
     "Turns",
     "MultiAgentHook",
     "WinDrawLoss",
+    "MultiAgentCSVLogger",
     "PlayerLanes",
     "TicTacToe",
     "RockPaperScissors",

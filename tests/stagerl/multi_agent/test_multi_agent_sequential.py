@@ -66,7 +66,8 @@ def test_a_reward_given_on_the_other_players_move_lands_on_the_right_row():
     rows_a, rows_b = lane_rows(a), lane_rows(b)
     # a moved at plies 1 and 3: 1 + 200 (b's ply 2), then 3 + 400 (b's ply 4, the last)
     assert rows_a["reward"].tolist() == [201.0, 403.0]
-    assert rows_a["state"][:, 0].tolist() == [0, 2] and rows_a["next_state"][:, 0].tolist() == [2, 4]
+    assert rows_a["state"][:, 0].tolist() == [0, 2]
+    assert rows_a["next_state"][:, 0].tolist() == [2, 4]
     assert rows_a["terminal"].tolist() == [False, True]
     # b moved at plies 2 and 4: 2 + 300 (a's ply 3), then 4; the 100 of a's ply 1 came before
     # b's first move, so it belongs to no transition (it counts in b's episode return)
