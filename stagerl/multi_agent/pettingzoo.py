@@ -51,6 +51,7 @@ class _PettingZooBase(MultiAgentEnv):
             raise TypeError(f"{type(self).__name__} needs a PettingZoo env (with "
                             f"possible_agents), got {env!r}")
         self.env, self.seed, self.players = env, seed, players
+        self._raw = getattr(env, "unwrapped", env)
         in_observation = all(_mask_in_space(env.observation_space(p)) for p in players)
         if action_mask == "auto":
             action_mask = "observation" if in_observation else None
@@ -65,7 +66,16 @@ class _PettingZooBase(MultiAgentEnv):
         self._terminated = dict.fromkeys(players, False)
         self._truncated = dict.fromkeys(players, False)
         self._observed: dict = {}  # player -> (state, mask) of the current step
+        self._over = self._cut = False
         self.open_ledger()
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_raw"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        # The unwrapped env inside this copy's env: a pickled PettingZoo env is made anew.
+        self._raw = getattr(self.env, "unwrapped", self.env)
 
     def _reset_seed(self) -> int | None:
         if self._seeded or self.seed is None:
@@ -86,8 +96,11 @@ class _PettingZooBase(MultiAgentEnv):
             mask = np.asarray(mask).astype(bool)
         return observation, mask
 
-    def _over(self) -> bool:
-        return all(self._terminated[p] or self._truncated[p] for p in self.players)
+    def _note_flags(self) -> None:
+        """Whether the episode is over (every player done), read once per step."""
+        terminated, truncated = self._terminated, self._truncated
+        self._over = all(terminated[p] or truncated[p] for p in self.players)
+        self._cut = self._over and any(truncated.values())
 
     def state_of(self, player: Any) -> Any:
         return self._observe(player)[0]
@@ -103,11 +116,11 @@ class _PettingZooBase(MultiAgentEnv):
 
     @property
     def is_terminated(self) -> bool:
-        return self._over() and not any(self._truncated.values())
+        return self._over and not self._cut
 
     @property
     def is_truncated(self) -> bool:
-        return self._over() and any(self._truncated.values())
+        return self._cut
 
     def is_terminated_for(self, player: Any) -> bool:
         return self._terminated[player]
@@ -164,32 +177,36 @@ class PettingZooEnv(_PettingZooBase):
 
     @property
     def current_player(self) -> Any:
-        return self.env.agent_selection
+        return self._raw.agent_selection
 
     def act(self, action: Any) -> None:
-        self.begin_act((self.env.agent_selection,))
+        self.begin_act((self._raw.agent_selection,))
         self.env.step(action)
         self._collect()
 
     def _collect(self) -> None:
         """Rewards and flags of the last step; then the dead steps of agents done before the
         others, so that the current player is one that can move."""
-        env = self.env
+        # Read from the unwrapped env, where PettingZoo's wrappers keep (and write) these
+        # dicts: through the wrappers every read costs three __getattr__ calls.
+        raw = self._raw
         while True:
             self._observed.clear()
-            for agent, reward in env.rewards.items():
+            for agent, reward in raw.rewards.items():
                 if reward:
                     self.credit(agent, float(reward))
-            for agent in env.agents:
-                self._terminated[agent] = bool(env.terminations[agent])
-                self._truncated[agent] = bool(env.truncations[agent])
-            if self._over() or not env.agents:
+            terminations, truncations = raw.terminations, raw.truncations
+            for agent in raw.agents:
+                self._terminated[agent] = bool(terminations[agent])
+                self._truncated[agent] = bool(truncations[agent])
+            self._note_flags()
+            if self._over or not raw.agents:
                 return
-            agent = env.agent_selection
-            if not (env.terminations[agent] or env.truncations[agent]):
+            agent = raw.agent_selection
+            if not (terminations[agent] or truncations[agent]):
                 return
             self._final[agent] = self._observe(agent)
-            env.step(None)  # PettingZoo's dead step: the done agent leaves the game
+            self.env.step(None)  # PettingZoo's dead step: the done agent leaves the game
 
     def _observe(self, player: Any) -> tuple:
         observed = self._observed.get(player)
@@ -197,8 +214,8 @@ class PettingZooEnv(_PettingZooBase):
             final = self._final.get(player)
             if final is not None:
                 return final
-            observed = self._observed[player] = self._lift(self.env.observe(player),
-                                                           self.env.infos.get(player))
+            observed = self._observed[player] = self._lift(
+                self.env.observe(player), self._raw.infos.get(player))
         return observed
 
 
@@ -228,6 +245,7 @@ class PettingZooParallelEnv(_PettingZooBase):
         for player in self.players:
             self._terminated[player] = player not in live
             self._truncated[player] = False
+        self._note_flags()
         self._store(observations, infos)
 
     def act(self, action: Any) -> None:
@@ -241,6 +259,7 @@ class PettingZooParallelEnv(_PettingZooBase):
         for player in terminations:
             self._terminated[player] = bool(terminations[player])
             self._truncated[player] = bool(truncations[player])
+        self._note_flags()
         self._store(observations, infos)
 
     def _store(self, observations: dict, infos: dict) -> None:
