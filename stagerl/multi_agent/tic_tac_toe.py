@@ -13,6 +13,7 @@ from stagerl.multi_agent.styles import SEQUENTIAL
 __all__ = ["TicTacToe"]
 
 _LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
+_LINES_THROUGH = tuple(tuple(line for line in _LINES if square in line) for square in range(9))
 
 
 class TicTacToe(MultiAgentEnv):
@@ -43,7 +44,9 @@ class TicTacToe(MultiAgentEnv):
         self.turn = 0  # index of the player to move
         self.winner: int | None = None
         self.done = False
-        self._marks = np.zeros((2, 3, 3), dtype=np.int8)  # plane k: player k's marks
+        # Each player's observation, kept up to date move by move: [k] is player k's.
+        self._views = np.zeros((2, 3, 3, 2), dtype=np.int8)
+        self._free = np.ones(9, dtype=bool)
         self._action_space = gymnasium.spaces.Discrete(9)
         self._state_space = gymnasium.spaces.Box(0, 1, shape=(3, 3, 2), dtype=np.int8)
         self.open_ledger()
@@ -53,7 +56,8 @@ class TicTacToe(MultiAgentEnv):
         self.turn = 0
         self.winner = None
         self.done = False
-        self._marks[:] = 0
+        self._views[:] = 0
+        self._free[:] = True
         self.open_ledger()
 
     @property
@@ -70,8 +74,10 @@ class TicTacToe(MultiAgentEnv):
         mover = self.turn
         self.begin_act((self.players[mover],))
         self.squares[square] = mover + 1
-        self._marks[mover, square // 3, square % 3] = 1
-        if self._wins(mover + 1):
+        self._free[square] = False
+        row, column = divmod(square, 3)
+        self._views[mover, row, column, 0] = self._views[1 - mover, row, column, 1] = 1
+        if self._wins(mover + 1, square):
             self.winner, self.done = mover, True
             self.credit(self.players[mover], 1.0)
             self.credit(self.players[1 - mover], -1.0)
@@ -79,22 +85,21 @@ class TicTacToe(MultiAgentEnv):
             self.done = True
         self.turn = 1 - mover
 
-    def _wins(self, mark: int) -> bool:
+    def _wins(self, mark: int, square: int) -> bool:
         s = self.squares
-        return any(s[a] == mark and s[b] == mark and s[c] == mark for a, b, c in _LINES)
+        return any(s[a] == mark and s[b] == mark and s[c] == mark
+                   for a, b, c in _LINES_THROUGH[square])
 
     def _empty(self) -> list[int]:
         return [i for i, mark in enumerate(self.squares) if not mark]
 
     def state_of(self, player: Any) -> np.ndarray:
-        me = self.players.index(player)
-        return np.stack((self._marks[me], self._marks[1 - me]), axis=-1)
+        return self._views[self.players.index(player)].copy()
 
     def legal_actions_mask_of(self, player: Any) -> np.ndarray:
-        mask = np.zeros(9, dtype=bool)
         if not self.done and player == self.players[self.turn]:
-            mask[self._empty()] = True
-        return mask
+            return self._free.copy()
+        return np.zeros(9, dtype=bool)
 
     def action_space_of(self, player: Any) -> gymnasium.spaces.Discrete:
         return self._action_space
