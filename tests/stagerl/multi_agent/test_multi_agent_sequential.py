@@ -183,3 +183,26 @@ def test_a_sartsa_agent_cut_mid_game_completes_its_last_row_with_an_action_plann
     # completed with the action planned at the board p1 moved at in ply 3
     assert rows["action"].tolist() == [0] and rows["next_action"].tolist() == [7]
     np.testing.assert_array_equal(seen[-1], seen[-2])
+
+
+def _masked_sarts(capacity=32):
+    return (rl.MultiplexTraces("state", "next_state",
+                               rl.CircularArrayBuffer(capacity + 1, (3, 3, 2), np.int8))
+            + rl.MultiplexTraces("legal_actions_mask", "next_legal_actions_mask",
+                                 rl.CircularArrayBuffer(capacity + 1, (9,), np.bool_))
+            + rl.Traces(action=rl.CircularArrayBuffer(capacity, (), np.int64),
+                        reward=rl.CircularArrayBuffer(capacity, (), np.float32),
+                        terminal=rl.CircularArrayBuffer(capacity, (), np.bool_)))
+
+
+def test_each_rows_legal_actions_and_those_at_its_next_state_are_stored():
+    first = rl.Agent(Scripted([0, 1, 2]), rl.Trajectory(_masked_sarts()))
+    second = rl.Agent(Scripted([3, 4]), rl.Trajectory(_masked_sarts()))
+    rl.run(MultiAgentPolicy({"player_1": first, "player_2": second}), TicTacToe(),
+           rl.StopAfterNEpisodes(1, progress=False))
+    rows = lane_rows(second)
+    free = lambda *taken: [i not in taken for i in range(9)]  # noqa: E731
+    assert rows["legal_actions_mask"].tolist() == [free(0), free(0, 3, 1)]
+    # the next state of the last row is the final board, seen off its turn: no legal action
+    assert rows["next_legal_actions_mask"].tolist() == [free(0, 3, 1), [False] * 9]
+    assert lane_rows(first)["next_legal_actions_mask"][0].tolist() == free(0, 3)
