@@ -121,6 +121,7 @@ class MultiAgentPolicy(Policy):
             recorder = install_player_lanes(player_policies[group[0]], tuple(group), game)
             for lane, player in enumerate(group):
                 lanes[player] = ((recorder, lane),)
+                views[player].lane = lane
         self.game, self.players, self.player_policies = game, players, player_policies
         self.views, self.lanes = views, lanes
 

@@ -19,8 +19,10 @@ __all__ = ["PlayerView", "MaskedPlayerView", "view_of"]
 class PlayerView(Env):
     """``game`` as ``player`` sees it (read-only: the loop acts on the game, not on a view).
 
-    ``last_action`` is the player's own last action. Build one with :func:`view_of`, which picks
-    :class:`MaskedPlayerView` for games with legal-action masks.
+    ``last_action`` is the player's own last action; ``lane`` the player's lane in the
+    trajectory of the Agent that plays it (0 unless that Agent plays several players), for
+    per-lane state such as a recurrent policy's memory. Build one with :func:`view_of`, which
+    picks :class:`MaskedPlayerView` for games with legal-action masks.
 
     Example:
         >>> from stagerl.multi_agent import TicTacToe, view_of
@@ -33,6 +35,7 @@ class PlayerView(Env):
     def __init__(self, game: Any, player: Any) -> None:
         self.game = game
         self.player = player
+        self.lane = 0
         self._last_state: Any = None  # the last state read: the state its next move is made at
 
     @property
@@ -79,7 +82,7 @@ class PlayerView(Env):
         what a player's PostEpisode sees when the run stopped while it waited for its turn."""
         frozen = (_FrozenMaskedView if isinstance(self, MaskedPlayerView) else _FrozenView)(
             self.game, self.player)
-        frozen.last_action = self.last_action
+        frozen.last_action, frozen.lane = self.last_action, self.lane
         last = self._last_state
         frozen._last_state = self.game.state_of(self.player) if last is None else last
         return frozen

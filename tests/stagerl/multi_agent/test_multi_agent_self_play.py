@@ -98,3 +98,14 @@ def test_policies_without_trajectories_act_and_learn_nothing():
            rl.StopAfterNEpisodes(1, progress=False))
     assert lane_rows(learner)["reward"].tolist() == [0.0, 0.0, 1.0]
     assert fixed.moves == []
+
+
+def test_each_players_view_names_its_lane_in_the_shared_agent():
+    shared = sarts_agent({"player_1": [0, 1, 2], "player_2": [3, 4]})
+    alone = sarts_agent([5])
+    policy = MultiAgentPolicy({"player_1": shared, "player_2": shared})
+    policy.bind(TicTacToe())
+    assert [policy.views[p].lane for p in ("player_1", "player_2")] == [0, 1]
+    policy = MultiAgentPolicy({"player_1": Scripted([0]), "player_2": alone})
+    policy.bind(TicTacToe())
+    assert policy.views["player_2"].lane == 0 and alone.trajectory.container.n_lanes == 1

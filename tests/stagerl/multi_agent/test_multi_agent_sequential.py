@@ -206,3 +206,16 @@ def test_each_rows_legal_actions_and_those_at_its_next_state_are_stored():
     # the next state of the last row is the final board, seen off its turn: no legal action
     assert rows["next_legal_actions_mask"].tolist() == [free(0, 3, 1), [False] * 9]
     assert lane_rows(first)["next_legal_actions_mask"][0].tolist() == free(0, 3)
+
+
+def test_the_slart_preset_built_from_a_players_view_stores_masks_and_next_actions():
+    from stagerl.multi_agent import view_of
+
+    traces = rl.CircularArraySLARTTraces(capacity=16, env=view_of(TicTacToe(), "player_2"))
+    second = rl.Agent(Scripted([3, 4, 7]), rl.Trajectory(traces))  # 7: planned at the end
+    rl.run(MultiAgentPolicy({"player_1": Scripted([0, 1, 2]), "player_2": second}), TicTacToe(),
+           rl.StopAfterNEpisodes(1, progress=False))
+    rows = lane_rows(second)
+    assert rows["action"].tolist() == [3, 4] and rows["next_action"].tolist() == [4, 7]
+    assert rows["legal_actions_mask"][0].tolist() == [i != 0 for i in range(9)]
+    assert rows["reward"].tolist() == [0.0, -1.0] and rows["terminal"].tolist() == [False, True]
