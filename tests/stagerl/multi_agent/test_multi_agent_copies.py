@@ -129,3 +129,19 @@ def test_styles_stay_the_singletons_and_views_copy(how):
     game.reset()
     view = COPIES[how](view_of(game, "player_2"))
     assert view.player == "player_2" and view.legal_actions_mask.tolist() == [False] * 9
+
+
+@pytest.mark.parametrize("how", sorted(COPIES))
+def test_the_multi_agent_csv_logger_copies_and_logs_on(tmp_path, how):
+    import csv
+
+    from stagerl.multi_agent import MultiAgentCSVLogger
+
+    policy = MultiAgentPolicy({p: rl.RandomPolicy(rng=i) for i, p in enumerate(TicTacToe.players)})
+    logger = MultiAgentCSVLogger(tmp_path)
+    rl.run(policy, TicTacToe(), rl.StopAfterNEpisodes(3, progress=False), logger)
+    copied_policy, copied_logger = COPIES[how]((policy, logger))
+    rl.run(copied_policy, TicTacToe(), rl.StopAfterNEpisodes(2, progress=False), copied_logger)
+    rows = list(csv.DictReader((tmp_path / "episodes.csv").open()))
+    assert [int(r["episode"]) for r in rows] == [1, 2, 3, 4, 5]
+    assert all(float(r["return_player_1"]) == -float(r["return_player_2"]) for r in rows)
