@@ -252,6 +252,7 @@ def run_simultaneous(experiment: Any) -> None:
                 if player.player not in started:
                     player.start_episode()
                     started[player.player] = True
+            for player in acting:
                 player.pre_act()
             for call in game.pre_act:
                 call()

@@ -100,3 +100,40 @@ def test_random_play_over_many_matches_is_zero_sum_every_cycle():
     assert all(len(a) == len(b) == 15 for a, b in zip(first, second, strict=True))
     assert np.all(np.add(first, second) == 0)
     assert np.any(np.asarray(first) != 0)
+
+
+class _Order(rl.Hook):
+    def __init__(self, log: list, name: str) -> None:
+        self.log, self.name = log, name
+
+
+@rl.push.dispatch
+def _order_pre_episode(hook: _Order, stage: rl.PreEpisodeStage, policy, env):
+    hook.log.append(f"PreEpisode:{hook.name}")
+
+
+@rl.push.dispatch
+def _order_pre_act(hook: _Order, stage: rl.PreActStage, policy, env):
+    hook.log.append(f"PreAct:{hook.name}")
+
+
+@rl.push.dispatch
+def _order_post_act(hook: _Order, stage: rl.PostActStage, policy, env):
+    hook.log.append(f"PostAct:{hook.name}")
+
+
+@rl.push.dispatch
+def _order_post_episode(hook: _Order, stage: rl.PostEpisodeStage, policy, env):
+    hook.log.append(f"PostEpisode:{hook.name}")
+
+
+def test_the_stages_of_a_simultaneous_game_come_in_the_documented_order():
+    log: list = []
+    policy = MultiAgentPolicy({"player_0": rl.RandomPolicy(rng=0),
+                               "player_1": rl.RandomPolicy(rng=1)})
+    hook = MultiAgentHook({p: _Order(log, p[-1]) for p in RockPaperScissors.players})
+    rl.run(policy, RockPaperScissors(max_cycles=2), rl.StopAfterNEpisodes(1, progress=False),
+           hook + _Order(log, "g"))
+    act = ["PreAct:0", "PreAct:1", "PreAct:g", "PostAct:0", "PostAct:1", "PostAct:g"]
+    assert log == (["PreEpisode:g", "PreEpisode:0", "PreEpisode:1"] + act + act
+                   + ["PostEpisode:0", "PostEpisode:1", "PostEpisode:g"])
