@@ -98,8 +98,8 @@ def install_player_lanes(agent: Any, players: tuple, game: Any) -> PlayerLanes:
     try:
         split_lanes(trajectory, n)  # on lanes already there: installs their own push again
     except (TypeError, ValueError) as error:
-        raise type(error)(f"the Agent of {who} cannot keep one lane per player: {error}") \
-            from error
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        raise kind(f"the Agent of {who} cannot keep one lane per player: {error}") from error
     recorder = PlayerLanes(trajectory, n, "legal_actions_mask" in keys)
     trajectory.push = recorder
     return recorder

@@ -159,9 +159,9 @@ class MultiAgentPolicy(Policy):
             try:
                 self.player_policies[player].validate(self.views[player])
             except (TypeError, ValueError) as error:
-                raise type(error)(f"player {player!r} of {type(env).__name__} cannot be played "
-                                  f"by {type(self.player_policies[player]).__name__}: {error}") \
-                    from error
+                kind = TypeError if isinstance(error, TypeError) else ValueError
+                raise kind(f"player {player!r} of {type(env).__name__} cannot be played by "
+                           f"{type(self.player_policies[player]).__name__}: {error}") from error
 
     def distinct_policies(self) -> list[tuple[Any, Policy]]:
         """``(first player, policy)`` for each policy object once, in the players' order."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from multi_agent_scripted import Scripted, lane_rows, sarts_agent
 
@@ -152,3 +153,26 @@ def test_rock_paper_scissors_refuses_moves_that_are_not_one_per_player(actions):
     with pytest.raises(ValueError, match="RockPaperScissors"):
         game.act(actions)
     assert game.cycle == 0 and game.reward_of("player_0") == 0.0
+
+
+def test_an_agent_whose_trajectory_cannot_keep_a_lane_per_player_is_refused_naming_them():
+    used = sarts_agent([0])
+    used.trajectory.push(state=np.zeros((3, 3, 2), np.int8))
+    used.trajectory.push(state=np.ones((3, 3, 2), np.int8), action=0, reward=0.0, terminal=False)
+    with pytest.raises(ValueError, match=r"the Agent of 'player_1' has a trajectory that already "
+                                         r"holds 1 rows of a single-agent run"):
+        rl.run(MultiAgentPolicy({"player_1": used, "player_2": _random()}), TicTacToe())
+    traces = rl.CircularPrioritizedTraces(
+        rl.CircularArraySARTSTraces(capacity=8, state=(np.int8, (3, 3, 2))))
+    prioritized = rl.Agent(_random(), rl.Trajectory(traces))
+    with pytest.raises(TypeError, match="the Agent of 'player_1' and 'player_2' cannot keep one "
+                                        "lane per player: prioritized traces"):
+        rl.run(MultiAgentPolicy({"player_1": prioritized, "player_2": prioritized}), TicTacToe())
+
+
+def test_a_trajectory_with_a_mask_trace_in_a_game_without_masks_is_refused():
+    traces = rl.CircularArraySLARTTraces(capacity=8, legal_actions_mask=(np.bool_, (3,)))
+    agent = rl.Agent(_random(), rl.Trajectory(traces))
+    with pytest.raises(ValueError, match="stores legal_actions_mask, but RockPaperScissors has "
+                                         "no legal-action masks"):
+        rl.run(MultiAgentPolicy({"player_0": agent, "player_1": _random()}), RockPaperScissors())
