@@ -121,6 +121,9 @@ class Experiment:
         return None
 
     def _run_stages(self) -> None:
+        run_stages = getattr(getattr(self.env, "dynamic_style", None), "run_stages", None)
+        if run_stages is not None:  # a game's own loop (stagerl.multi_agent)
+            return run_stages(self)
         policy, env, hook = self.policy, self.env, self.hook
         stop_condition, reset_condition = self.stop_condition, self.reset_condition
         push(hook, PRE_EXPERIMENT, policy, env)  # hook first here

@@ -91,7 +91,7 @@ class CSVLogger(LoggingHook):
         self._close()
         self._episode_rows = _cut(self.episodes_path, self._episode_rows)
         self._update_rows = _cut(self.updates_path, self._update_rows)
-        episodes, self._episodes = _open(self.episodes_path, EPISODE_COLUMNS)
+        episodes, self._episodes = _open(self.episodes_path, self.episode_columns(env))
         scalars, self._scalars = _open(self.updates_path, SCALAR_COLUMNS)
         self._files = [episodes, scalars]
         self._flushed = self.clock()
@@ -100,9 +100,18 @@ class CSVLogger(LoggingHook):
         now = self.wall_time()
         self._episodes.writerow((self.env_step, self.episodes, episode.lane,
                                  repr(episode.total_reward), episode.length,
-                                 int(episode.terminated), int(episode.truncated), _seconds(now)))
+                                 int(episode.terminated), int(episode.truncated), _seconds(now),
+                                 *self.episode_values(episode, env)))
         self._episode_rows += 1
         self._maybe_flush()
+
+    def episode_columns(self, env: Any) -> tuple[str, ...]:
+        """The header of ``episodes.csv``: ``EPISODE_COLUMNS``, then any a subclass adds."""
+        return EPISODE_COLUMNS
+
+    def episode_values(self, episode: Episode, env: Any) -> tuple:
+        """The values of the columns a subclass adds to an episode's row (none here)."""
+        return ()
 
     def on_scalar(self, name: str, value: float, step: int) -> None:
         self._scalars.writerow((step, name, repr(value), _seconds(self.wall_time())))

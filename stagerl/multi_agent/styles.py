@@ -1,0 +1,62 @@
+"""How the players of a game move, and the loop that runs them (dispatched on by the run loop).
+
+``SEQUENTIAL`` (turn-based, PettingZoo's AEC API): one player, ``env.current_player``, moves
+per ``act``. ``SIMULTANEOUS`` (PettingZoo's Parallel API): every live player moves in each
+``act``, which takes a dict ``{player: action}``.
+
+``stagerl.Experiment`` runs an env whose ``dynamic_style`` has a ``run_stages(experiment)``
+with that loop instead of its own (``docs/multi_agent.md`` writes both loops out).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stagerl.multi_agent.loops import run_sequential, run_simultaneous
+
+__all__ = ["DynamicStyle", "Sequential", "Simultaneous", "SEQUENTIAL", "SIMULTANEOUS"]
+
+
+class DynamicStyle:
+    """Base class of the dynamic styles; use the instances ``SEQUENTIAL`` and ``SIMULTANEOUS``.
+
+    Example:
+        >>> from stagerl.multi_agent import SEQUENTIAL, TicTacToe
+        >>> TicTacToe.dynamic_style is SEQUENTIAL, SEQUENTIAL.simultaneous
+        (True, False)
+    """
+
+    simultaneous: bool = False
+    _name = ""
+
+    def run_stages(self, experiment: Any) -> None:
+        raise NotImplementedError
+
+    def __reduce__(self) -> str:
+        return self._name  # the module's singleton: pickles and copies are the same object
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+class Sequential(DynamicStyle):
+    """One player moves per act (turn-based games)."""
+
+    _name = "SEQUENTIAL"
+
+    def run_stages(self, experiment: Any) -> None:
+        run_sequential(experiment)
+
+
+class Simultaneous(DynamicStyle):
+    """Every live player moves in each act (``act`` takes ``{player: action}``)."""
+
+    simultaneous = True
+    _name = "SIMULTANEOUS"
+
+    def run_stages(self, experiment: Any) -> None:
+        run_simultaneous(experiment)
+
+
+SEQUENTIAL = Sequential()
+SIMULTANEOUS = Simultaneous()
