@@ -60,9 +60,10 @@ def save(obj: Any, path: str | Path, include_trajectory: bool = True, *,
     from stagerl.core.run import Experiment
 
     if isinstance(obj, Experiment):
-        raise TypeError("save(experiment) cannot continue exactly from an arbitrary moment; give "
-                        "its hook a stagerl.checkpoints.Checkpoint and run it as a "
-                        "ResumableExperiment, which saves at the one point that continues exactly")
+        raise TypeError("save(experiment) cannot continue exactly from an arbitrary moment; run "
+                        "it as a stagerl.checkpoints.ResumableExperiment and pass it checkpoints="
+                        "stagerl.checkpoints.CheckpointSchedule(...): it saves at the one point "
+                        "that continues exactly")
     if not isinstance(include_trajectory, bool):
         raise TypeError(f"include_trajectory must be a bool, got {include_trajectory!r}")
     if not include_trajectory and isinstance(obj, Agent):
@@ -131,7 +132,7 @@ def read(path: str | Path, *, map_location: Any = None,
          expect: dict | None = None) -> tuple[dict, Any]:
     """``(manifest, root)`` of the checkpoint at (or newest under) ``path``: the root is a dict,
     ``{"state_dict", "object"}`` for :func:`save`'s checkpoints, the experiment's parts
-    (``policy``, ``env``, ``stop_condition``, ``hook``...) for a Checkpoint hook's."""
+    (``policy``, ``env``, ``stop_condition``, ``hook``...) for a ResumableExperiment's."""
     if map_location is not None and not isinstance(map_location, str) and \
             type(map_location).__name__ != "device":
         raise TypeError(f"map_location must be a device name such as 'cpu' or a torch.device, "
