@@ -156,7 +156,7 @@ def _rebuilt(path: Path, manifest: dict, tree: Any, tensors: dict, map_location:
         return rebuild(tree, tensors, map_location)
     except CheckpointError as error:
         raise CheckpointError(f"{path}: {error}{_version_note(manifest)}") from None
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError) as error:
+    except Exception as error:  # anything a malformed tree makes a registered class raise
         raise CheckpointError(f"{path}: malformed checkpoint ({type(error).__name__}: "
                               f"{' '.join(str(error).split())[:200]}){_version_note(manifest)}"
                               ) from None
