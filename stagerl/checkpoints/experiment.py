@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 import signal
-import statistics
 import sys
 import threading
 import warnings
@@ -28,8 +27,8 @@ import stagerl.checkpoints.api as api
 import stagerl.checkpoints.files as files
 from stagerl.checkpoints.graph import encode, encode_parts
 from stagerl.checkpoints.registry import CheckpointError
-from stagerl.checkpoints.schedule import CheckpointSchedule
-from stagerl.core.hooks import EmptyHook, TotalRewardPerEpisode
+from stagerl.checkpoints.schedule import CheckpointSchedule, RecentReturns
+from stagerl.core.hooks import EmptyHook
 from stagerl.core.hooks_base import ComposedHook, Hook
 from stagerl.core.run import Experiment, StepEnd
 from stagerl.core.stop_conditions import StopAfterNSteps, steps_per_act
@@ -54,10 +53,11 @@ class ResumableExperiment(Experiment):
 
     A member of ``hook`` that is not data (its class not registered with
     :func:`~stagerl.checkpoints.register`, or holding a function) is left out of the checkpoints
-    with one warning naming it: the run goes on with it, a resumed run without it. To choose
-    ``best`` by training returns the experiment reads a ``TotalRewardPerEpisode`` among the
-    hook's members and, with ``keep_best`` and no such hook nor an ``Evaluate``, adds one as the
-    hook's last member.
+    with one warning naming it: the run goes on with it, a resumed run without it. ``best`` is
+    chosen by the newest evaluation of an ``Evaluate`` among the hook's members and, before the
+    first (or without one), by the returns of the last training episodes: with ``keep_best``
+    the experiment adds a :class:`~stagerl.checkpoints.schedule.RecentReturns` to its hook as
+    its last member, unless the hook has one.
 
     ``info`` is plain data kept in every checkpoint's manifest (the experiment's name, seed,
     hyper-parameters), for the code that resumes it to check.
@@ -76,8 +76,8 @@ class ResumableExperiment(Experiment):
         >>> resumed.stop_condition.step
         20
         >>> _ = resumed.run()    # steps 21 to 50, exactly as they ran above
-        >>> resumed.hook.rewards == rl.run(*parts(), rl.StopAfterNSteps(50, progress=False),
-        ...                                rl.TotalRewardPerEpisode()).rewards
+        >>> resumed.hook[0].rewards == rl.run(*parts(), rl.StopAfterNSteps(50, progress=False),
+        ...                                   rl.TotalRewardPerEpisode()).rewards
         True
     """
 
@@ -92,9 +92,10 @@ class ResumableExperiment(Experiment):
         if info is not None and not isinstance(info, dict):
             raise TypeError(f"info must be a dict of plain data, got {info!r}")
         if checkpoints is not None and checkpoints.keep_best and (hook is None or isinstance(
-                hook, Hook)) and _score_source(_members(hook)) is None:
-            # best is chosen by training returns: a hook of the experiment's own records them
-            hook = TotalRewardPerEpisode() if hook is None else hook + TotalRewardPerEpisode()
+                hook, Hook)) and not any(isinstance(m, RecentReturns) for m in _members(hook)):
+            # best is chosen by training returns before (or without) evaluations
+            returns = RecentReturns(checkpoints.recent_episodes)
+            hook = returns if hook is None else hook + returns
         super().__init__(policy, env, stop_condition, hook, reset_condition,
                          after_step=[self._save_point], check_methods=check_methods)
         self.checkpoints = checkpoints
@@ -138,30 +139,30 @@ class ResumableExperiment(Experiment):
         if not (due or interrupted or (stop and schedule.at_end)):
             return
         reason = "interrupted" if interrupted else "every_n_steps" if due else "end"
-        score = self.score()
-        best = schedule.is_best(score)
+        score, by = self.score()
+        best = schedule.is_best(score, by)
         path = schedule.path()
         self._at_save_point = True
         try:
             self.save(path, stop, env_steps=schedule.env_step, reason=reason,
-                      recent_return=score, best=best)
+                      recent_return=score, scored_by=by, best=best)
         finally:
             self._at_save_point = False
-        schedule.keep(path, best, score)
+        schedule.keep(path, best, score, by)
         if interrupted:
             raise KeyboardInterrupt(f"interrupted; checkpoint written to {path}")
 
-    def score(self) -> float | None:
-        """What ``best`` is chosen by: the newest evaluation's mean return where the hook has an
-        ``Evaluate``, else the mean return of the last ``recent_episodes`` episodes of a
-        ``TotalRewardPerEpisode`` hook (``None`` before there is one)."""
-        source = _score_source(_members(self.hook))
-        if isinstance(source, Evaluate):
-            return source.means[-1] if source.returns else None
-        if source is None or not source.rewards:
-            return None
-        recent = self.checkpoints.recent_episodes if self.checkpoints is not None else 20
-        return statistics.fmean(source.rewards[-recent:])
+    def score(self) -> tuple[float | None, str]:
+        """What ``best`` is chosen by, and which it is: the newest evaluation's mean return
+        (``"evaluation"``) once an ``Evaluate`` among the hook's members has evaluated, else the
+        mean return of the last training episodes the env ended (``"training"``; ``None``
+        before one)."""
+        members = _members(self.hook)
+        evaluations = next((m for m in members if isinstance(m, Evaluate) and m.returns), None)
+        if evaluations is not None:
+            return evaluations.means[-1], "evaluation"
+        recent = next((m for m in members if isinstance(m, RecentReturns)), None)
+        return (None if recent is None else recent.mean), "training"
 
     def save(self, path: str | Path, stopped: bool = False, **summary: Any) -> Path:
         """Write the whole experiment to the checkpoint directory ``path``; ``summary`` adds
@@ -275,13 +276,6 @@ def _members(hook: Any) -> list:
     if hook is None:
         return []
     return list(hook.hooks) if isinstance(hook, ComposedHook) else [hook]
-
-
-def _score_source(members: list) -> Any:
-    """The hook ``best`` is chosen by: the first ``Evaluate``, else the first
-    ``TotalRewardPerEpisode``, else ``None``."""
-    return next((m for m in members if isinstance(m, Evaluate)),
-                next((m for m in members if isinstance(m, TotalRewardPerEpisode)), None))
 
 
 def _unsaved_members(hook: Any) -> list:

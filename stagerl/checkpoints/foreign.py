@@ -36,7 +36,7 @@ def check_foreign(obj: Any) -> None:
 
 def _no_hooks(obj: Any) -> None:
     for name, value in vars(obj).items():
-        if "hook" in name and value:
+        if "hook" in name and isinstance(value, dict) and value:  # a registry of callables
             raise CheckpointError(f"the checkpoint gives a {type(obj).__name__} hooks ({name}): "
                                   "code run at every call; stagerl never saves them")
 

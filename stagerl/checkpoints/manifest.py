@@ -18,7 +18,7 @@ __all__ = ["check_manifest"]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TEXT = ("format", "stagerl_version", "created")
-_SUMMARY_TEXT = ("type", "policy", "env", "env_id", "reason")
+_SUMMARY_TEXT = ("type", "policy", "env", "env_id", "reason", "scored_by")
 _SUMMARY_COUNTS = ("num_envs", "env_steps")
 _SUMMARY_FLAGS = ("best", "stopped")
 

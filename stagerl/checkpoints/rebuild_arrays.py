@@ -99,7 +99,7 @@ def _scalar(r, node, node_id):
         value = complex(r.number(parts[0]), r.number(parts[1]))
     elif dtype.kind == "f":
         value = r.number(value)
-        if math.isfinite(value) and abs(value) > np.finfo(dtype).max:
+        if math.isfinite(value) and abs(value) > float(np.finfo(dtype).max):
             raise CheckpointError(f"malformed checkpoint: {value} is outside the range of "
                                   f"{dtype}")
     elif dtype.kind == "S":

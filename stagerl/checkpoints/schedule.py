@@ -8,14 +8,17 @@ inside every checkpoint of the experiment, so a resumed run goes on counting whe
 
 from __future__ import annotations
 
+import collections
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import stagerl.checkpoints.files as files
+from stagerl.core.episodes import Episode, EpisodeHook
 from trajectories.checks import require_positive_int
 
-__all__ = ["CheckpointSchedule", "BEST"]
+__all__ = ["CheckpointSchedule", "RecentReturns", "BEST"]
 
 #: The name of the best checkpoint's directory.
 BEST = "best"
@@ -56,8 +59,10 @@ class CheckpointSchedule:
     at_end: bool = True
     #: Env steps counted so far (a resumed run's schedule starts where the checkpoint was).
     env_step: int = 0
-    #: The score of ``directory/best`` (``-inf`` before one is kept).
+    #: The score of ``directory/best`` (``-inf`` before one is kept) ...
     best_return: float = -math.inf
+    #: ... and what it is: ``"evaluation"`` or ``"training"`` (``None`` before one is kept).
+    best_by: str | None = None
 
     def __post_init__(self) -> None:
         require_positive_int("CheckpointSchedule", "every_n_steps", self.every_n_steps)
@@ -79,6 +84,9 @@ class CheckpointSchedule:
         if not isinstance(self.best_return, (int, float)) or math.isnan(self.best_return):
             raise ValueError(f"CheckpointSchedule: best_return must be a number, got "
                              f"best_return={self.best_return!r}")
+        if self.best_by not in (None, "evaluation", "training"):
+            raise ValueError(f"CheckpointSchedule: best_by must be 'evaluation', 'training' or "
+                             f"None, got best_by={self.best_by!r}")
         #: Whether a save is due at this step's save point.
         self.due = False
 
@@ -93,11 +101,17 @@ class CheckpointSchedule:
         """Where the checkpoint of this step goes: ``directory/step-N``."""
         return Path(self.directory) / f"step-{self.env_step:09d}"
 
-    def is_best(self, score: float | None) -> bool:
-        """Whether a checkpoint of ``score`` is the best so far (and becomes ``best``)."""
-        return self.keep_best and score is not None and score > self.best_return
+    def is_best(self, score: float | None, by: str = "training") -> bool:
+        """Whether a checkpoint of ``score`` (an ``"evaluation"`` or a ``"training"`` return)
+        is the best so far and becomes ``best``: the first evaluated one beats any chosen by
+        training returns, then only a higher score of the same kind does."""
+        if not self.keep_best or score is None:
+            return False
+        if by == "evaluation" and self.best_by != "evaluation":
+            return True
+        return by == (self.best_by or by) and score > self.best_return
 
-    def keep(self, path: Path, best: bool, score: float | None) -> None:
+    def keep(self, path: Path, best: bool, score: float | None, by: str = "training") -> None:
         """``path`` was just written: link it as ``best`` if it is, and remove the ``step-N``
         checkpoints beyond the newest ``keep_last`` and those after this step (a run resumed
         from an earlier checkpoint overtakes them: they belong to a run that no longer
@@ -105,7 +119,7 @@ class CheckpointSchedule:
         self.due = False
         directory = Path(self.directory)
         if best:
-            self.best_return = score
+            self.best_return, self.best_by = score, by
             files.copy_files(path, directory / BEST)
         kept = files.step_directories(directory)
         for step, old in kept:
@@ -113,3 +127,34 @@ class CheckpointSchedule:
                 files.remove(old)
         for _, old in [(s, p) for s, p in kept if s <= self.env_step][:-self.keep_last]:
             files.remove(old)
+
+
+@dataclass
+class RecentReturns(EpisodeHook):
+    """The returns of the last ``n`` episodes the env ended (terminated or truncated, not cut
+    by the stop): what ``best`` is chosen by in a run without evaluations. A
+    ``ResumableExperiment`` that keeps the best adds one to its hook.
+
+    Example:
+        >>> import stagerl as rl
+        >>> hook = rl.run(rl.RandomPolicy(rng=0), rl.RandomWalk1D(),
+        ...               rl.StopAfterNEpisodes(5, progress=False), RecentReturns(n=3))
+        >>> len(hook.returns), hook.mean in (-1.0, 1.0) or -1.0 < hook.mean < 1.0
+        (3, True)
+    """
+
+    n: int = 20
+    returns: collections.deque = field(default_factory=collections.deque)
+
+    def __post_init__(self) -> None:
+        require_positive_int("RecentReturns", "n", self.n)
+        self.returns = collections.deque(self.returns, maxlen=self.n)
+
+    @property
+    def mean(self) -> float | None:
+        """Their mean (``None`` before an episode ended)."""
+        return sum(self.returns) / len(self.returns) if self.returns else None
+
+    def on_episode(self, episode: Episode, policy: Any, env: Any) -> None:
+        if episode.terminated or episode.truncated:  # not an episode cut by the stop
+            self.returns.append(episode.total_reward)

@@ -129,7 +129,7 @@ def prepare(name: str, steps: int | None = None, seed: int | None = 0, device: A
             raise ValueError(f"seed must be a non-negative int, got seed={seed!r}")
         if logdir is not None:
             logdir = check_logdir(logdir, overwrite)
-    notices = []
+    notices = [] if request is None else list(request.notices)  # damaged checkpoints passed over
     if tensorboard and logdir is None:
         raise ValueError("TensorBoard logs need a log directory: pass logdir=")
     if tensorboard and not tensorboard_available():

@@ -187,7 +187,9 @@ def test_the_deprecated_checkpoint_hook_still_saves_and_says_what_to_use(tmp_pat
         hook = rl.TotalRewardPerEpisode() + Checkpoint(20, tmp_path / "old", keep_last=2)
     experiment = ResumableExperiment(_agent(), rl.RandomWalk1D(),
                                      rl.StopAfterNSteps(50, progress=False), hook)
-    assert isinstance(experiment.hook, rl.TotalRewardPerEpisode)  # taken out of the hooks
+    # taken out of the hooks; the experiment's own recorder of training returns added
+    assert [type(m).__name__ for m in experiment.hook] == ["TotalRewardPerEpisode",
+                                                           "RecentReturns"]
     experiment.run()
     assert _steps(tmp_path / "old") == ["best", "step-000000040", "step-000000050"]
     with pytest.warns(DeprecationWarning):
@@ -267,7 +269,7 @@ def test_an_uninterrupted_run_with_checkpoints_is_the_run_without(tmp_path):
                                      rl.TotalRewardPerEpisode(),
                                      checkpoints=CheckpointSchedule(7, tmp_path))
     experiment.run()
-    assert experiment.hook.rewards == plain.rewards
+    assert experiment.hook[0].rewards == plain.rewards
     assert np.array_equal(agent.policy.learner.approximator.table,
                           plain_agent.policy.learner.approximator.table)
 
