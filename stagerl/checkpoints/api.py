@@ -99,7 +99,13 @@ def load(path: str | Path, *, map_location: Any = None, expect: dict | None = No
             that is not registered; the message is one line naming what is wrong.
     """
     manifest, root = read(path, map_location=map_location, expect=expect)
-    return root["policy"] if manifest.get("kind") == "experiment" else root["object"]
+    obj = root["policy"] if manifest.get("kind") == "experiment" else root["object"]
+    saved = (manifest.get("summary") or {}).get("type")
+    built = _name(Agent if isinstance(obj, Agent) else type(obj))
+    if saved is not None and built != saved:
+        raise CheckpointError(f"{files.find(path)}: malformed checkpoint (it holds a {built}, "
+                              f"its manifest says {saved})")
+    return obj
 
 
 def load_state_dict(path: str | Path, *, map_location: Any = None) -> dict:
@@ -154,8 +160,9 @@ def read(path: str | Path, *, map_location: Any = None,
 def _rebuilt(path: Path, manifest: dict, tree: Any, tensors: dict, map_location: Any) -> Any:
     try:
         return rebuild(tree, tensors, map_location)
-    except CheckpointError as error:
-        raise CheckpointError(f"{path}: {error}{_version_note(manifest)}") from None
+    except CheckpointError as error:  # its values shown in part: a crafted one may be huge
+        text = str(error) if len(str(error)) <= 400 else str(error)[:397] + "..."
+        raise CheckpointError(f"{path}: {text}{_version_note(manifest)}") from None
     except Exception as error:  # anything a malformed tree makes a registered class raise
         raise CheckpointError(f"{path}: malformed checkpoint ({type(error).__name__}: "
                               f"{' '.join(str(error).split())[:200]}){_version_note(manifest)}"

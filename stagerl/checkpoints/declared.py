@@ -29,7 +29,7 @@ import inspect
 import linecache
 from typing import Any
 
-__all__ = ["declared_state", "undeclared"]
+__all__ = ["declared_state", "undeclared", "declare"]
 
 _SKIPPED_MODULES = frozenset(("builtins", "typing", "abc", "collections.abc", "enum",
                               "_collections_abc"))
@@ -38,8 +38,16 @@ _SKIPPED_MODULES = frozenset(("builtins", "typing", "abc", "collections.abc", "e
 extra_state: dict[type, frozenset] = {}
 
 
+def declare(cls: type, names: frozenset) -> None:
+    """Add ``names`` to what ``cls`` declares (``register(cls, state=...)``)."""
+    extra_state[cls] = extra_state.get(cls, frozenset()) | names
+    declared_state.cache_clear()
+
+
+@functools.cache
 def declared_state(cls: type) -> frozenset:
-    """Every attribute name ``cls`` (and its bases) declares."""
+    """Every attribute name ``cls`` (and its bases) declares (cached: :func:`declare` clears
+    it)."""
     names: set[str] = set(extra_state.get(cls, ()))
     read: set[str] = set()
     for klass in cls.__mro__:

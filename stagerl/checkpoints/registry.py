@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from stagerl.checkpoints.declared import extra_state
+from stagerl.checkpoints.declared import declare
 
 __all__ = ["register", "registered_name", "resolve", "Unregistered", "CheckpointError",
            "BUILTIN_TYPES"]
@@ -147,7 +147,7 @@ def register(component: Any = None, *, name: str | None = None,
                                              for n in state) or not isinstance(component, type):
             raise TypeError(f"register: state must be a tuple of attribute names of a class, "
                             f"got state={state!r}")
-        extra_state[component] = frozenset(state)
+        declare(component, frozenset(state))
     _registered[name] = component
     _registered_names[id(component)] = name
     return component
