@@ -35,8 +35,9 @@ def replace_tensors(path: Path, data: bytes) -> None:
 
 
 def with_object(path: Path, node) -> None:
-    """The checkpoint of :func:`~stagerl.checkpoints.save` with ``node`` as its object."""
-    rewrite(path, {"dict": {"state_dict": None, "object": node}})
+    """The checkpoint of :func:`~stagerl.checkpoints.save` with ``node`` as its object (its
+    manifest no longer naming the object's type)."""
+    rewrite(path, {"dict": {"state_dict": None, "object": node}}, summary={})
 
 
 def snapshot(root: Path) -> dict:

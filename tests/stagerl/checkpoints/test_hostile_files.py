@@ -189,6 +189,12 @@ def test_nesting_up_to_the_limit_loads(checkpoint):
     assert load(checkpoint) is not None
 
 
+def test_an_object_of_another_type_than_the_manifest_says_is_refused(checkpoint):
+    rewrite(checkpoint, {"dict": {"state_dict": None, "object": {"list": []}}})
+    refused(checkpoint, "it holds a builtins.list, its manifest says "
+                        "stagerl.envs.random_walk.RandomWalk1D")
+
+
 @pytest.mark.parametrize("depth", [20, 100_000])
 def test_a_deeply_nested_manifest_is_refused(checkpoint, depth):
     manifest = json.loads((checkpoint / "manifest.json").read_text())
@@ -232,8 +238,7 @@ def test_an_array_of_another_shape_than_its_tensor_is_refused(tmp_path, shape, w
     import numpy as np
 
     path = save(np.arange(6.0), tmp_path / "array")
-    rewrite(path, {"dict": {"state_dict": None, "object": {"array": "0", "dtype": "<f8",
-                                                            "shape": shape}}})
+    with_object(path, {"array": "0", "dtype": "<f8", "shape": shape})
     refused(path, *words)
 
 
