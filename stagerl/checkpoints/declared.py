@@ -17,16 +17,18 @@ sets only names the class declares, so a file cannot add an attribute the class 
 * for a class registered with ``register(cls, state=(...))``, those names.
 
 The same holds for every base class but ``object``'s and the standard library's typing bases.
-A class whose source cannot be read (defined at an interactive prompt) declares its fields,
-slots and annotations only.
+For a class whose source cannot be read (defined at an interactive prompt or by ``exec``), the
+``self.x = ...`` stores and ``self.x`` reads of its methods' bytecode stand for its source.
 """
 
 from __future__ import annotations
 
 import ast
+import dis
 import functools
 import inspect
 import linecache
+import types
 from typing import Any
 
 __all__ = ["declared_state", "undeclared", "declare"]
@@ -102,8 +104,36 @@ def _own_names(klass: type) -> tuple[frozenset, frozenset]:
     node = _class_node(klass)
     if node is not None:
         stored, read = _assigned(node)
-        names |= stored
+    else:  # no source (a class defined at a prompt or by exec): its methods' bytecode
+        stored, read = _compiled(klass)
+    names |= stored
     return (frozenset(n for n in names if isinstance(n, str)), frozenset(read))
+
+
+def _compiled(klass: type) -> tuple[set[str], set[str]]:
+    """``self.x = ...`` and ``self.x`` in the compiled methods of ``klass``."""
+    stored: set[str] = set()
+    read: set[str] = set()
+    codes = []
+    for value in vars(klass).values():
+        function = getattr(value, "__func__", value)  # classmethod, staticmethod
+        for part in (function, getattr(value, "fget", None), getattr(value, "fset", None)):
+            if isinstance(getattr(part, "__code__", None), types.CodeType):
+                codes.append(part.__code__)
+    while codes:
+        code = codes.pop()
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        receivers = {"self", *code.co_varnames[:1]} if code.co_argcount else {"self"}
+        previous = None
+        for instruction in dis.get_instructions(code):
+            if previous is not None and previous.opname in ("LOAD_FAST", "LOAD_DEREF") \
+                    and previous.argval in receivers and isinstance(instruction.argval, str):
+                if instruction.opname == "STORE_ATTR":
+                    stored.add(instruction.argval)
+                elif instruction.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                    read.add(instruction.argval)
+            previous = instruction
+    return stored, read
 
 
 def _class_node(klass: type) -> ast.ClassDef | None:

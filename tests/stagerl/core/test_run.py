@@ -855,3 +855,22 @@ def test_describe_lists_the_method_each_stage_resolves_to_with_its_file_and_line
     assert "plan(RandomPolicy, RandomWalk1D) -> _plan_random_policy" in text
     assert repr(stage_calls.StageCalls(agent, experiment.env, experiment.hook)).splitlines()[
         1:] == lines[1:]
+
+
+def test_the_snippets_of_docs_loop_md_run(capsys, monkeypatch):
+    monkeypatch.setenv("CI", "1")
+    page = Path(__file__).resolve().parents[3] / "docs" / "loop.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.DOTALL)
+    namespace = {"__name__": "docs"}
+    for block in blocks[1:]:  # the first is the plain loop (the reference above)
+        exec(compile(block, str(page), "exec", dont_inherit=True), namespace)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "[False, False, True]"
+    line = next(i + 1 for i, t in enumerate(
+        (Path(rl.__file__).parent / "policies" / "agent.py").read_text().splitlines())
+        if t.startswith("def _push_agent_pre_episode("))
+    described = ['Experiment(Agent, RandomWalk1D, hook TotalRewardPerEpisode):', '  PreEpisode:',
+                 '    push(Agent, PreEpisode, RandomWalk1D) -> _push_agent_pre_episode '
+                 f'(stagerl/policies/agent.py:{line})']
+    assert out[1] == repr(described)
+    assert len(blocks) == 3
