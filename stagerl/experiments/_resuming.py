@@ -97,14 +97,17 @@ def check_resume(name: str, logdir: str | Path | None, steps: int | None, seed: 
     return ResumeRequest(checkpoint, config, steps, saved["seed"], at_step, saved, notices)
 
 
-def checked_run_config(name: Any, config: Any, where: Any) -> dict:
-    """The hyper-parameters ``config`` of a run of the experiment ``name``, as read from a file
+def checked_run_config(name: Any, config: Any, where: Any) -> str:
+    """The experiment ``name`` of a run and its hyper-parameters ``config``, as read from a file
     (a checkpoint's manifest, a ``config.json``), checked before anything is built from them:
-    ``name`` is a named experiment of this stagerl and ``env_id`` is the experiment's own or a
-    gymnasium id registered without a ``module:`` prefix. ``ValueError`` naming ``where``."""
-    if not isinstance(name, str) or name not in names():
-        raise ValueError(f"{where} names the experiment {str(name)[:60]!r}, which this stagerl "
-                         "does not have (stagerl list shows them)")
+    ``name`` is a named experiment of this stagerl (returned as this stagerl spells it) and
+    ``env_id`` is the experiment's own or a gymnasium id registered without a ``module:``
+    prefix. ``ValueError`` naming ``where``."""
+    name = next((known for known in names() if known == name), None) if isinstance(
+        name, str) else None
+    if name is None:
+        raise ValueError(f"{where} names an experiment this stagerl does not have (stagerl "
+                         "list shows them)")
     if not isinstance(config, dict):
         raise ValueError(f"{where} holds no hyper-parameters of {name}")
     if "env_id" in config:
@@ -113,7 +116,7 @@ def checked_run_config(name: Any, config: Any, where: Any) -> dict:
         problem = env_id_problem(config["env_id"], expected=own)
         if problem is not None:
             raise ValueError(f"{where}: {problem}; nothing was built")
-    return config
+    return name
 
 
 def _newest_intact(logdir: Path) -> tuple[Path, dict, list[str]]:

@@ -127,7 +127,8 @@ def _run_checkpoint(path: Any) -> tuple[Path, dict, dict]:
                          "stagerl.load and call rl.evaluate(policy, env, episodes)")
     # The manifest has no checksum of its own: what it names is checked before anything is
     # built from it (the evaluation env is made from its env id).
-    checked_run_config(info["experiment"], info["config"], checkpoint)
+    info = {**info, "experiment": checked_run_config(info["experiment"], info["config"],
+                                                     checkpoint)}
     return checkpoint, info, manifest
 
 
