@@ -13,7 +13,8 @@
 
 Bad input (an unknown experiment or hyper-parameter, a value of the wrong type, a log directory
 that holds a run, CUDA asked for on a machine without it, TensorBoard asked for but not
-installed) is one line on standard error and exit status 2, with nothing written. Each
+installed, a damaged or crafted checkpoint for ``eval`` or ``run --resume``) is one line on
+standard error and exit status 2, with nothing written. Each
 subcommand has its own ``argparse`` parser: the hyper-parameters of ``run`` depend on the
 experiment named, and ``stagerl list`` must not import torch. See ``docs/logging.md``.
 """
@@ -194,8 +195,7 @@ def run_command(argv: list[str]) -> int:
             print(f"stagerl run: interrupted; the logs so far are in {prepared.logdir}",
                   file=sys.stderr)
         return 130
-    print(f"{summary['experiment']} seed {summary['seed']}: {summary['env_steps']:,} env steps "
-          f"in {summary['wall_seconds']:.1f} s ({summary['steps_per_second']:,.0f} steps/s)")
+    print(_trained_line(summary))
     print(f"evaluation: return {summary['eval_return_mean']:.4g} ± "
           f"{summary['eval_return_std']:.3g} over {summary['eval_episodes']} deterministic "
           "episodes")
@@ -203,6 +203,17 @@ def run_command(argv: list[str]) -> int:
     print(f"logs: {logdir}  (stagerl plot {logdir}; tensorboard --logdir "
           f"{Path(logdir).parent})")
     return 0
+
+
+def _trained_line(summary: dict) -> str:
+    """What this process trained: a resumed run counts the steps since the resume."""
+    resumed_at = summary.get("resumed_at_step")
+    steps = summary["env_steps"] - (resumed_at or 0)
+    line = (f"{summary['experiment']} seed {summary['seed']}: {steps:,} env steps in "
+            f"{summary['wall_seconds']:.1f} s ({summary['steps_per_second']:,.0f} steps/s)")
+    if resumed_at is not None:
+        line += f", resumed at env step {resumed_at:,} ({summary['env_steps']:,} in all)"
+    return line
 
 
 def _checked(build):

@@ -65,3 +65,77 @@ def test_what_cannot_be_evaluated_is_one_line_and_nothing_written(finished, args
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert result.stderr.startswith("stagerl eval: error: ") and message in result.stderr
     assert sorted(finished.rglob("*")) == before
+
+
+def _copy(finished: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    shutil.copytree(finished / "out", tmp_path / "out")
+    return tmp_path / "out" / "checkpoints" / "step-000001500"
+
+
+def _edit_manifest(checkpoint: Path, edit) -> None:
+    manifest = json.loads((checkpoint / "manifest.json").read_text())
+    edit(manifest)
+    (checkpoint / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _one_line_exit_2(result, *words) -> None:
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("stagerl eval: error: ")
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+def test_an_env_id_in_the_manifest_that_names_a_module_imports_nothing(finished, tmp_path):
+    checkpoint = _copy(finished, tmp_path)
+    # The manifest has no checksum: anyone can name a module for gymnasium.make to import.
+    _edit_manifest(checkpoint, lambda m: m["info"]["config"].update(env_id="somemodule:X-v0"))
+    (tmp_path / "somemodule.py").write_text("open('imported', 'w').close()\n")
+    before = sorted(tmp_path.rglob("*"))
+    result = stagerl("eval", "out", cwd=tmp_path)  # the working directory is on sys.path
+    _one_line_exit_2(result, "the env id 'somemodule:X-v0' names a module to import")
+    assert not (tmp_path / "imported").exists() and sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_manifest_env_id_of_another_registered_env_is_refused_by_the_experiment(finished,
+                                                                                  tmp_path):
+    checkpoint = _copy(finished, tmp_path)
+    _edit_manifest(checkpoint, lambda m: m["info"]["config"].update(env_id="NoSuchEnv-v0"))
+    _one_line_exit_2(stagerl("eval", "out", cwd=tmp_path),
+                     "'NoSuchEnv-v0' is not registered with gymnasium")
+
+
+def _nested_manifest(checkpoint: Path) -> None:
+    text = (checkpoint / "manifest.json").read_text()
+    deep = '{"a":' * 5000 + "1" + "}" * 5000
+    text = text.replace('"info": {', f'"info": {{"deep": {deep}, ', 1)
+    (checkpoint / "manifest.json").write_text(text)
+
+
+def _crafted_objects(checkpoint: Path) -> None:
+    import hashlib
+
+    text = (checkpoint / "objects.json").read_text()
+    data = text.replace('"_cap":', '"append":{"method":"write_text","self":{"path":"pwned"}},'
+                                   '"_cap":', 1).encode()
+    (checkpoint / "objects.json").write_bytes(data)
+    _edit_manifest(checkpoint, lambda m: m["files"]["objects.json"].update(
+        bytes=len(data), sha256=hashlib.sha256(data).hexdigest()))
+
+
+@pytest.mark.parametrize("damage, words", [
+    (_nested_manifest, ["manifest.json nests too deeply"]),
+    (_crafted_objects, ["the method 'write_text' of a PosixPath, which is not a registered"]),
+    (lambda ck: (ck / "tensors.pt").write_bytes((ck / "tensors.pt").read_bytes()[:99]),
+     ["tensors.pt is truncated"]),
+    (lambda ck: _edit_manifest(ck, lambda m: m["info"].update(experiment="os")),
+     ["names an experiment this stagerl does not have"]),
+])
+def test_a_damaged_or_crafted_checkpoint_is_one_line_and_exit_2(finished, tmp_path, damage,
+                                                                words):
+    damage(_copy(finished, tmp_path))
+    before = sorted(tmp_path.rglob("*"))
+    _one_line_exit_2(stagerl("eval", "out", cwd=tmp_path), *words)
+    assert sorted(tmp_path.rglob("*")) == before and not (tmp_path / "pwned").exists()

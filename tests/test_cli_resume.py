@@ -108,8 +108,17 @@ def test_a_finished_run_continues_to_more_steps(tmp_path):
     assert result.returncode == 0, result.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["env_steps"] == 500 and summary["resumed_at_step"] == 300
+    # The line counts what this process trained: the 200 steps since the resume.
+    trained = _trained_line(result.stdout)
+    assert trained.startswith(f"{TABULAR} seed 0: 200 env steps in ")
+    assert trained.endswith(", resumed at env step 300 (500 in all)")
     assert json.loads((tmp_path / "out" / "config.json").read_text())["steps"] == 500
     assert int(_rows(tmp_path / "out", "episodes.csv")[-1]["env_step"]) > 300
+
+
+def _trained_line(stdout: str) -> str:
+    (line,) = [line for line in stdout.splitlines() if " env steps in " in line]
+    return line
 
 
 def _snapshot(directory: Path) -> dict:
@@ -175,3 +184,81 @@ def test_a_log_directory_of_another_experiment_is_refused(finished):
     assert result.stderr == (f"stagerl run: error: out holds a run of {TABULAR!r}, not "
                              f"'dqn-cartpole'; resume it with stagerl run {TABULAR} --logdir "
                              "out --resume\n")
+
+
+@pytest.fixture(scope="module")
+def three_checkpoints(tmp_path_factory) -> Path:
+    """A finished tabular run with checkpoints at steps 100, 200 and 300."""
+    tmp_path = tmp_path_factory.mktemp("three")
+    result = stagerl("run", TABULAR, "--steps", "300", "--seed", "4", "--logdir", "out",
+                     "--checkpoint-every", "100", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return tmp_path
+
+
+def _copy_run(source: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    shutil.copytree(source / "out", tmp_path / "out")
+    return tmp_path / "out" / "checkpoints"
+
+
+def test_resume_passes_over_a_damaged_newest_checkpoint_with_one_line(three_checkpoints,
+                                                                     tmp_path):
+    checkpoints = _copy_run(three_checkpoints, tmp_path)
+    tensors = checkpoints / "step-000000300" / "tensors.pt"
+    tensors.write_bytes(tensors.read_bytes()[:50])
+    result = stagerl("run", TABULAR, "--logdir", "out", "--resume", "--steps", "400",
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    damaged = Path("out") / "checkpoints" / "step-000000300"
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    line = result.stderr.splitlines()[0]
+    assert line.startswith(f"stagerl: {damaged} is damaged and was passed over (")
+    assert "tensors.pt is truncated: 50 bytes" in line
+    assert line.endswith(f"; resuming from {Path('out') / 'checkpoints' / 'step-000000200'}")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["resumed_at_step"] == 200 and summary["env_steps"] == 400
+    assert _trained_line(result.stdout).endswith(", resumed at env step 200 (400 in all)")
+    # the damaged checkpoint belonged to a run that no longer happened: overtaken, removed
+    assert sorted(p.name for p in checkpoints.glob("step-*")) == [
+        "step-000000200", "step-000000300", "step-000000400"]
+
+
+def test_resume_with_no_intact_checkpoint_is_one_line_exit_2_and_touches_nothing(
+        three_checkpoints, tmp_path):
+    checkpoints = _copy_run(three_checkpoints, tmp_path)
+    for step in (100, 200, 300):
+        manifest = checkpoints / f"step-{step:09d}" / "manifest.json"
+        manifest.write_text(manifest.read_text()[:-40])
+    before = _snapshot(tmp_path / "out")
+    result = stagerl("run", TABULAR, "--logdir", "out", "--resume", cwd=tmp_path)
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"stagerl run: error: cannot resume the run in out: no "
+                                    f"intact checkpoint in {Path('out') / 'checkpoints'} (")
+    assert result.stderr.rstrip().endswith("nothing was resumed")
+    assert _snapshot(tmp_path / "out") == before
+
+
+def test_a_crafted_checkpoint_on_resume_is_one_line_exit_2(three_checkpoints, tmp_path):
+    import hashlib
+
+    checkpoints = _copy_run(three_checkpoints, tmp_path)
+    newest = checkpoints / "step-000000300"
+    text = (newest / "objects.json").read_text()
+    data = text.replace('"_cap":', '"append":{"method":"unlink","self":{"path":"out/config.json"'
+                                   '}},"_cap":', 1).encode()
+    (newest / "objects.json").write_bytes(data)
+    manifest = json.loads((newest / "manifest.json").read_text())
+    manifest["files"]["objects.json"] = {"bytes": len(data),
+                                         "sha256": hashlib.sha256(data).hexdigest()}
+    (newest / "manifest.json").write_text(json.dumps(manifest))
+    for step in (100, 200):  # the others damaged too: nothing to fall back on
+        (checkpoints / f"step-{step:09d}" / "tensors.pt").write_bytes(b"")
+    before = _snapshot(tmp_path / "out")
+    result = stagerl("run", TABULAR, "--logdir", "out", "--resume", cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "the method 'unlink' of a PosixPath, which is not a registered component" in \
+        result.stderr
+    assert _snapshot(tmp_path / "out") == before and (tmp_path / "out" / "config.json").exists()

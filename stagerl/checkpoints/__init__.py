@@ -3,10 +3,10 @@
 ``save(obj, path)`` writes any object made of registered components (an Agent with its
 trajectory, a policy, an env, a hook) as a checkpoint directory: a JSON manifest, the objects as
 JSON naming their types, and the arrays and tensors in a ``torch.save`` file read back with
-``weights_only=True``. ``load(path)`` builds it back; it builds only registered classes and runs
-nothing named in the file. A :class:`ResumableExperiment` with a :class:`Checkpoint` hook saves
-the whole experiment every so many steps (and on Ctrl-C); :func:`resume` continues it exactly.
-See ``docs/checkpoints.md``.
+``weights_only=True``. ``load(path)`` builds it back; it builds only registered classes, through
+their declared state, and runs nothing named in the file. A :class:`ResumableExperiment` with a
+:class:`CheckpointSchedule` saves the whole experiment every so many steps (and on Ctrl-C);
+:func:`resume` continues it exactly. See ``docs/checkpoints.md``.
 """
 
 from stagerl.checkpoints.api import config_differences, load, load_state_dict, read, save
@@ -14,6 +14,7 @@ from stagerl.checkpoints.experiment import ResumableExperiment, resume
 from stagerl.checkpoints.files import FORMAT_VERSION, find, latest, read_manifest
 from stagerl.checkpoints.hook import Checkpoint
 from stagerl.checkpoints.registry import CheckpointError, register
+from stagerl.checkpoints.schedule import CheckpointSchedule
 
 __all__ = [
     "save",
@@ -25,7 +26,8 @@ __all__ = [
     "latest",
     "config_differences",
     "register",
-    "Checkpoint",
+    "CheckpointSchedule",
+    "Checkpoint",  # deprecated: ResumableExperiment(..., checkpoints=CheckpointSchedule(...))
     "ResumableExperiment",
     "resume",
     "CheckpointError",

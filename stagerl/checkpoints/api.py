@@ -60,9 +60,10 @@ def save(obj: Any, path: str | Path, include_trajectory: bool = True, *,
     from stagerl.core.run import Experiment
 
     if isinstance(obj, Experiment):
-        raise TypeError("save(experiment) cannot continue exactly from an arbitrary moment; give "
-                        "its hook a stagerl.checkpoints.Checkpoint and run it as a "
-                        "ResumableExperiment, which saves at the one point that continues exactly")
+        raise TypeError("save(experiment) cannot continue exactly from an arbitrary moment; run "
+                        "it as a stagerl.checkpoints.ResumableExperiment and pass it checkpoints="
+                        "stagerl.checkpoints.CheckpointSchedule(...): it saves at the one point "
+                        "that continues exactly")
     if not isinstance(include_trajectory, bool):
         raise TypeError(f"include_trajectory must be a bool, got {include_trajectory!r}")
     if not include_trajectory and isinstance(obj, Agent):
@@ -98,7 +99,13 @@ def load(path: str | Path, *, map_location: Any = None, expect: dict | None = No
             that is not registered; the message is one line naming what is wrong.
     """
     manifest, root = read(path, map_location=map_location, expect=expect)
-    return root["policy"] if manifest.get("kind") == "experiment" else root["object"]
+    obj = root["policy"] if manifest.get("kind") == "experiment" else root["object"]
+    saved = (manifest.get("summary") or {}).get("type")
+    built = _name(Agent if isinstance(obj, Agent) else type(obj))
+    if saved is not None and built != saved:
+        raise CheckpointError(f"{files.find(path)}: malformed checkpoint (it holds a {built}, "
+                              f"its manifest says {saved})")
+    return obj
 
 
 def load_state_dict(path: str | Path, *, map_location: Any = None) -> dict:
@@ -131,7 +138,7 @@ def read(path: str | Path, *, map_location: Any = None,
          expect: dict | None = None) -> tuple[dict, Any]:
     """``(manifest, root)`` of the checkpoint at (or newest under) ``path``: the root is a dict,
     ``{"state_dict", "object"}`` for :func:`save`'s checkpoints, the experiment's parts
-    (``policy``, ``env``, ``stop_condition``, ``hook``...) for a Checkpoint hook's."""
+    (``policy``, ``env``, ``stop_condition``, ``hook``...) for a ResumableExperiment's."""
     if map_location is not None and not isinstance(map_location, str) and \
             type(map_location).__name__ != "device":
         raise TypeError(f"map_location must be a device name such as 'cpu' or a torch.device, "
@@ -153,9 +160,10 @@ def read(path: str | Path, *, map_location: Any = None,
 def _rebuilt(path: Path, manifest: dict, tree: Any, tensors: dict, map_location: Any) -> Any:
     try:
         return rebuild(tree, tensors, map_location)
-    except CheckpointError as error:
-        raise CheckpointError(f"{path}: {error}{_version_note(manifest)}") from None
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError) as error:
+    except CheckpointError as error:  # its values shown in part: a crafted one may be huge
+        text = str(error) if len(str(error)) <= 400 else str(error)[:397] + "..."
+        raise CheckpointError(f"{path}: {text}{_version_note(manifest)}") from None
+    except Exception as error:  # anything a malformed tree makes a registered class raise
         raise CheckpointError(f"{path}: malformed checkpoint ({type(error).__name__}: "
                               f"{' '.join(str(error).split())[:200]}){_version_note(manifest)}"
                               ) from None

@@ -24,9 +24,11 @@ import os
 import re
 import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
+from stagerl.checkpoints.manifest import check_manifest
 from stagerl.checkpoints.registry import CheckpointError
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "OBJECTS", "TENSORS", "write", "read",
@@ -36,6 +38,8 @@ FORMAT = "stagerl-checkpoint"
 #: The format this version writes and the newest it reads.
 FORMAT_VERSION = 1
 MANIFEST, OBJECTS, TENSORS = "manifest.json", "objects.json", "tensors.pt"
+#: A manifest larger or deeper than this is not one stagerl wrote.
+MAX_MANIFEST_BYTES, MAX_MANIFEST_DEPTH = 1 << 20, 12
 _FILES = (MANIFEST, OBJECTS, TENSORS)
 _STEP = re.compile(r"step-([0-9]+)")
 _CHUNK = 1 << 20
@@ -128,11 +132,13 @@ def read_manifest(path: str | Path) -> dict:
         raise CheckpointError(f"{path} {what}")
     if not where.is_file():
         raise CheckpointError(f"{path} is not a checkpoint: it has no {MANIFEST}")
+    if where.stat().st_size > MAX_MANIFEST_BYTES:
+        raise CheckpointError(f"{where} is {where.stat().st_size:,} bytes; a manifest is a few "
+                              f"kB (at most {MAX_MANIFEST_BYTES:,}): not a stagerl checkpoint")
     try:
-        manifest = json.loads(where.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{where} is not valid JSON ({error.__class__.__name__}: "
-                              f"{_first_line(error)}); the file is truncated or damaged") from None
+        manifest = parse_json(where.read_bytes(), where, MAX_MANIFEST_DEPTH)
+    except CheckpointError as error:
+        raise CheckpointError(f"{error}; the file is truncated or damaged") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a stagerl checkpoint: its {MANIFEST} does not say "
                               f"format {FORMAT!r}")
@@ -142,11 +148,9 @@ def read_manifest(path: str | Path) -> dict:
     if version > FORMAT_VERSION:
         raise CheckpointError(
             f"{path} was written in checkpoint format {version} by stagerl "
-            f"{manifest.get('stagerl_version', '?')}; this stagerl reads format "
+            f"{str(manifest.get('stagerl_version', '?'))[:40]}; this stagerl reads format "
             f"{FORMAT_VERSION} and older: upgrade stagerl to load it")
-    files = manifest.get("files")
-    if not isinstance(files, dict) or not all(isinstance(files.get(n), dict) for n in _FILES[1:]):
-        raise CheckpointError(f"{where} lists no sizes and checksums of {OBJECTS} and {TENSORS}")
+    check_manifest(manifest, where)
     return manifest
 
 
@@ -158,10 +162,8 @@ def read(path: str | Path, map_location: Any = None) -> tuple[dict, Any, dict]:
     manifest = read_manifest(path)
     for name in _FILES[1:]:
         _check_file(path / name, manifest["files"][name])
-    try:
-        tree = json.loads((path / OBJECTS).read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path / OBJECTS} is not valid JSON: {_first_line(error)}") from None
+    tree = parse_json((path / OBJECTS).read_bytes(), path / OBJECTS, None)
+    _check_zip(path / TENSORS)
     try:
         tensors = torch.load(path / TENSORS, map_location=map_location, weights_only=True)
     except Exception as error:  # weights_only refusals, zip errors, devices missing
@@ -170,9 +172,75 @@ def read(path: str | Path, map_location: Any = None) -> tuple[dict, Any, dict]:
         raise CheckpointError(f"{path / TENSORS} cannot be read as plain tensors: "
                               f"{_first_line(error)}{hint}") from None
     if not isinstance(tensors, dict) or not all(
-            type(k) is str and isinstance(v, torch.Tensor) for k, v in tensors.items()):
+            type(k) is str and type(v) is torch.Tensor for k, v in tensors.items()):
         raise CheckpointError(f"{path / TENSORS} does not hold a flat dict of tensors")
+    if len(tensors) != manifest["files"][TENSORS]["tensors"]:
+        raise CheckpointError(f"{path / TENSORS} holds {len(tensors)} tensors, the manifest "
+                              f"records {manifest['files'][TENSORS]['tensors']}")
     return manifest, tree, tensors
+
+
+def parse_json(data: bytes, where: Path, max_depth: int | None) -> Any:
+    """``data`` as JSON, as stagerl writes it: UTF-8, finite numbers only (no ``NaN`` or
+    ``Infinity``, no ``1e999``), nested at most ``max_depth`` levels (the parser's own limit
+    otherwise); :class:`CheckpointError` naming ``where`` for anything else."""
+    try:
+        value = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant,
+                           parse_float=_finite_float)
+    except RecursionError:
+        raise CheckpointError(f"{where} nests too deeply to be a stagerl checkpoint") from None
+    except (UnicodeDecodeError, ValueError) as error:  # JSONDecodeError is a ValueError
+        raise CheckpointError(f"{where} is not valid JSON ({error.__class__.__name__}: "
+                              f"{_first_line(error)})") from None
+    if max_depth is not None and _depth(value) > max_depth:
+        raise CheckpointError(f"{where} nests deeper than {max_depth} levels")
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:40]} does not fit a float")
+    return value
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if type(item) is dict:
+            stack.extend((v, depth + 1) for v in item.values())
+        elif type(item) is list:
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def _check_zip(where: Path) -> None:
+    """The tensor file as ``torch.save`` writes it: a zip archive of stored (uncompressed)
+    entries whose sizes add up to no more than the file, so that reading it allocates no more
+    than the file holds (a compressed entry could expand to any size)."""
+    size = where.stat().st_size
+    try:
+        with zipfile.ZipFile(where) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
+        raise CheckpointError(f"{where} cannot be read as plain tensors: it is not a zip "
+                              f"archive of tensors ({_first_line(error)})") from None
+    total = 0
+    for entry in entries:
+        if entry.compress_type != zipfile.ZIP_STORED or entry.file_size != entry.compress_size:
+            raise CheckpointError(f"{where} cannot be read as plain tensors: its entry "
+                                  f"{entry.filename[:80]!r} is compressed (torch.save stores "
+                                  "entries as they are)")
+        total += entry.file_size
+    if total > size or len(entries) > size // 30 + 1:
+        raise CheckpointError(f"{where} cannot be read as plain tensors: its entries add up to "
+                              f"more than the file holds")
 
 
 def _check_file(where: Path, expected: dict) -> None:

@@ -29,6 +29,15 @@ from typing import Any
 
 import numpy as np
 
+from stagerl.checkpoints.declared import undeclared
+from stagerl.checkpoints.graph_arrays import (
+    BIT_GENERATORS,
+    dtype_str,
+    encode_array,
+    encode_bit_generator,
+    encode_numpy_scalar,
+    encode_torch_value,
+)
 from stagerl.checkpoints.registry import (
     BUILTIN_TYPES,
     CheckpointError,
@@ -36,13 +45,18 @@ from stagerl.checkpoints.registry import (
     registered_name,
 )
 
-__all__ = ["encode", "encode_parts", "Encoded", "BIT_GENERATORS"]
+__all__ = ["encode", "encode_parts", "Encoded", "BIT_GENERATORS", "MAX_DEPTH", "FACTORIES"]
 
-#: numpy bit generators a checkpoint may hold, by name.
-BIT_GENERATORS = {c.__name__: c for c in (np.random.PCG64, np.random.PCG64DXSM,
-                                          np.random.MT19937, np.random.Philox, np.random.SFC64)}
+#: The deepest a tree may nest, in tagged values (stagerl's own checkpoints reach about 20);
+#: loading refuses deeper ones, so saving does too.
+MAX_DEPTH = 64
+
 _ATOMS = (str, int, bool, type(None))
 _BUILTIN_CLASSES = frozenset(BUILTIN_TYPES.values())
+_MAPPINGS = ("dict", "odict", "defaultdict")
+#: The plain types a saved defaultdict may make its missing values with.
+FACTORIES = (dict, list, set, frozenset, tuple, int, float, complex, str, bytes, bool,
+              collections.OrderedDict, collections.deque)
 
 
 class Encoded:
@@ -81,6 +95,7 @@ class _Encoder:
         self.memo: dict[int, tuple[dict, Any]] = {}  # id(obj) -> (its node, obj kept alive)
         self.referenced: set[int] = set()  # node ids referred to
         self.torch = sys.modules.get("torch")  # no tensor exists before torch is imported
+        self.depth = 0
 
     # -- the dispatch over kinds of values ------------------------------------------------------
     def value(self, obj: Any, where: str, attributes: bool = False) -> Any:
@@ -96,13 +111,19 @@ class _Encoder:
             return {"ref": node["id"]}
         node: dict[str, Any] = {"id": len(self.memo)}
         self.memo[id(obj)] = (node, obj)
+        self.depth += 1
         try:
+            if self.depth > MAX_DEPTH:
+                raise CheckpointError(f"cannot save {where}: it nests more than {MAX_DEPTH} "
+                                      "levels deep")
             if attributes and kind is dict:  # an object's state: its attributes by name
                 node.update(self.mapping("dict", obj, where, attributes=True))
             else:
                 node.update(self.compound(obj, kind, where))
         except RecursionError:
             raise CheckpointError(f"cannot save {where}: it nests too deeply") from None
+        finally:
+            self.depth -= 1
         return node
 
     def compound(self, obj: Any, kind: type, where: str) -> dict:
@@ -115,6 +136,10 @@ class _Encoder:
         if kind is collections.OrderedDict:
             return self.mapping("odict", obj, where)
         if kind is collections.defaultdict:
+            if obj.default_factory is not None and obj.default_factory not in FACTORIES:
+                raise CheckpointError(f"cannot save {where}: a defaultdict whose factory is "
+                                      f"{obj.default_factory!r} (checkpoints hold plain types "
+                                      "such as dict or list as factories)")
             node = self.mapping("defaultdict", obj, where)
             node["factory"] = self.value(obj.default_factory, f"{where}.default_factory")
             return node
@@ -131,18 +156,18 @@ class _Encoder:
         if kind in (slice, range):
             return {kind.__name__: [self.value(v, where) for v in (obj.start, obj.stop, obj.step)]}
         if kind is np.ndarray:
-            return self.array(obj, where)
+            return encode_array(self, obj, where)
         if isinstance(obj, pathlib.PurePath):
             return {"path": str(obj), "pure": not isinstance(obj, pathlib.Path),
                     "windows": isinstance(obj, pathlib.PureWindowsPath)}
         if isinstance(obj, np.generic):
-            return self.numpy_scalar(obj, where)
+            return encode_numpy_scalar(self, obj, where)
         if kind is np.dtype or isinstance(obj, np.dtype):
-            return {"dtype": _dtype_str(obj, where)}
+            return {"dtype": dtype_str(obj, where)}
         if kind is np.random.Generator:
             return {"np_generator": self.value(obj.bit_generator, f"{where}.bit_generator")}
         if kind in BIT_GENERATORS.values():
-            return self.bit_generator(obj, where)
+            return encode_bit_generator(self, obj, where)
         if kind is np.random.SeedSequence:
             return {"seed_sequence": self.value(
                 {"entropy": obj.entropy, "spawn_key": obj.spawn_key, "pool_size": obj.pool_size,
@@ -153,7 +178,7 @@ class _Encoder:
             return {"py_random": self.value(obj.getstate(), where)}
         torch = self.torch
         if torch is not None:
-            node = self.torch_value(obj, kind, where, torch)
+            node = encode_torch_value(self, obj, kind, where, torch)
             if node is not None:
                 return node
         if isinstance(obj, type):
@@ -175,77 +200,6 @@ class _Encoder:
                  for k, v in obj.items()]
         return {tag: pairs, "pairs": True}
 
-    # -- numpy ----------------------------------------------------------------------------------
-    def array(self, obj: np.ndarray, where: str) -> dict:
-        if obj.dtype == object:  # e.g. a vector env's final observations: each one as data
-            return {"objects": [self.value(v, f"{where}[{i}]")
-                                for i, v in enumerate(obj.reshape(-1).tolist())],
-                    "shape": list(obj.shape)}
-        dtype = _dtype_str(obj.dtype, where)
-        node = {"array": self.tensor_key(_array_as_tensor(obj, where, self)), "dtype": dtype,
-                "shape": list(obj.shape)}
-        if not obj.flags.writeable:
-            node["writeable"] = False
-        return node
-
-    def numpy_scalar(self, obj: np.generic, where: str) -> dict:
-        dtype = _dtype_str(obj.dtype, where)
-        kind = obj.dtype.kind
-        if kind == "c":
-            value: Any = [self.value(float(obj.real), where), self.value(float(obj.imag), where)]
-        elif kind == "f":
-            value = self.value(float(obj), where)
-            if obj.dtype.itemsize > 8:
-                raise CheckpointError(f"cannot save {where}: a long double scalar would lose "
-                                      "precision; store it as a 0-d array")
-        elif kind == "S":
-            value = base64.b64encode(bytes(obj)).decode("ascii")
-        else:
-            value = obj.item()
-        return {"scalar": value, "dtype": dtype}
-
-    def bit_generator(self, obj: Any, where: str) -> dict:
-        seed_seq = getattr(obj, "seed_seq", None)
-        return {"bit_generator": type(obj).__name__,
-                "state": self.value(obj.state, f"{where}.state"),
-                "seed_seq": self.value(seed_seq if type(seed_seq) is np.random.SeedSequence
-                                       else None, f"{where}.seed_seq")}
-
-    # -- torch ----------------------------------------------------------------------------------
-    def torch_value(self, obj: Any, kind: type, where: str, torch: Any) -> dict | None:
-        if isinstance(obj, torch.Tensor):
-            return self.tensor(obj, where, torch)
-        if kind is torch.dtype:
-            return {"torch_dtype": str(obj).removeprefix("torch.")}
-        if kind is torch.device:
-            return {"device": str(obj)}
-        if kind is torch.Size:
-            return {"size": list(obj)}
-        if kind is torch.Generator:
-            state = obj.get_state()
-            return {"torch_generator": str(obj.device), "state": self.tensor_key(state)}
-        return None
-
-    def tensor(self, obj: Any, where: str, torch: Any) -> dict:
-        parameter = isinstance(obj, torch.nn.Parameter)
-        if type(obj) is not torch.Tensor and not parameter:
-            raise CheckpointError(f"cannot save {where}: a tensor of the subclass "
-                                  f"{type(obj).__name__} (only plain tensors and parameters)")
-        if obj.grad_fn is not None:
-            raise CheckpointError(f"cannot save {where}: a tensor that is the result of a "
-                                  "computation still tracked by autograd; store it detached")
-        if obj.layout is not torch.strided or obj.device.type == "meta":
-            raise CheckpointError(f"cannot save {where}: a {obj.layout} tensor on "
-                                  f"{obj.device} (only dense tensors with data)")
-        node: dict[str, Any] = {"tensor": self.tensor_key(obj.detach())}
-        if parameter:
-            node["parameter"] = True
-        if obj.requires_grad:
-            node["requires_grad"] = True
-        if obj.grad is not None:
-            node["grad"] = self.value(obj.grad, f"{where}.grad")
-        return node
-
     def tensor_key(self, tensor: Any) -> str:
         key = str(len(self.tensors))
         self.tensors[key] = tensor
@@ -265,6 +219,12 @@ class _Encoder:
         if name.startswith("__") or getattr(owner, name, None) != obj:
             raise CheckpointError(f"cannot save {where}: the bound method {obj!r} is not the "
                                   "method of its object by that name")
+        cls = owner if isinstance(owner, type) else type(owner)
+        if cls in _BUILTIN_CLASSES or isinstance(owner, pathlib.PurePath) or \
+                cls.__module__ == "builtins":
+            raise CheckpointError(f"cannot save {where}: the bound method {obj!r} of a "
+                                  f"{cls.__name__}; checkpoints hold only methods of registered "
+                                  "components")
         if isinstance(owner, type):  # a classmethod
             return {"method": name, "self": {"class": self.name(owner, where)}}
         return {"method": name, "self": self.value(owner, f"{where}.__self__")}
@@ -283,7 +243,9 @@ class _Encoder:
         if call is copyreg.__newobj__ and args and args[0] is kind:
             node: dict[str, Any] = {"obj": self.name(kind, where)}
             if len(args) > 1:
-                node["new_args"] = self.value(tuple(args[1:]), f"{where} (new args)")
+                raise CheckpointError(f"cannot save {where}: {kind.__qualname__} is rebuilt "
+                                      "from __getnewargs__ arguments, which checkpoints do not "
+                                      "hold; give it a __reduce__ or plain state")
         elif isinstance(call, type) and call.__reduce__ is not object.__reduce__ \
                 and isinstance(obj, call):
             # The class rebuilds itself from arguments (an Agent from its policy and trajectory).
@@ -296,6 +258,13 @@ class _Encoder:
         else:
             raise Unregistered(_unregistered_message(obj, where, "class"))
         if state is not None:
+            wrong = undeclared(kind, state)
+            if wrong:
+                raise CheckpointError(
+                    f"cannot save {where}: {kind.__qualname__} holds {', '.join(wrong[:3])}, "
+                    f"which its code never sets, so loading would refuse it; declare them "
+                    f"with stagerl.checkpoints.register({kind.__qualname__}, state=(...)) "
+                    "or leave them out of its __getstate__")
             node["state"] = self.value(state, where, attributes=True)
         if list_items is not None:
             node["items"] = self.value(list(list_items), where)
@@ -312,7 +281,12 @@ class _Encoder:
             if type(node) is dict:
                 if "id" in node and node["id"] not in referenced:
                     del node["id"]
-                stack.extend(node.values())
+                for key, child in node.items():
+                    if key in _MAPPINGS and type(child) is dict:
+                        # keys by name (an EnvSpec's attribute "id" among them): values only
+                        stack.extend(child.values())
+                    else:
+                        stack.append(child)
             elif type(node) is list:
                 stack.extend(node)
 
@@ -336,32 +310,12 @@ def _in_stable_order(items: set | frozenset) -> list:
 
 def _parameter_names(cls: type, n: int) -> list[str]:
     """Names for a constructor's arguments in messages (``agent.policy``), else ``args[i]``."""
-    try:
-        names = [p for p in inspect.signature(cls).parameters if p != "self"]
+    try:  # __init__'s own: a parametric class's signature is (*args, **kwargs)
+        names = [name for name, p in inspect.signature(cls.__init__).parameters.items()
+                 if name != "self" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         names = []
     return [names[i] if i < len(names) else f"args[{i}]" for i in range(n)]
-
-
-def _dtype_str(dtype: np.dtype, where: str) -> str:
-    if dtype.kind not in "biufcSU" or dtype.fields is not None or dtype.subdtype is not None:
-        raise CheckpointError(f"cannot save {where}: arrays of dtype {dtype} are not plain "
-                              "data (numbers, booleans, fixed-size strings)")
-    return dtype.str
-
-
-def _array_as_tensor(obj: np.ndarray, where: str, encoder: _Encoder) -> Any:
-    torch = encoder.torch or __import__("torch")
-    encoder.torch = torch
-    if not obj.flags.writeable or not (obj.flags.c_contiguous or obj.flags.f_contiguous):
-        obj = np.array(obj, order="K" if obj.flags.f_contiguous else "C")
-    if obj.dtype.isnative and obj.dtype.kind in "biufc":
-        try:
-            return torch.from_numpy(obj)
-        except TypeError:  # a dtype torch lacks: its bytes below
-            pass
-    raw = np.ascontiguousarray(obj).reshape(-1).view(np.uint8)
-    return torch.from_numpy(raw)
 
 
 def _unregistered_message(obj: Any, where: str, what: str) -> str:

@@ -1,11 +1,15 @@
 """What a checkpoint may name: stagerl's own classes, a fixed list of others, and the user's.
 
 A checkpoint names the type of every object it holds. Loading builds an object only when its name
-resolves here, and resolving never imports a module the file names except stagerl's and
-trajectories' own (a fixed set, found on disk). The others are a fixed list of modules imported
-up front (torch's layers and optimisers, gymnasium's spaces, classic-control and toy-text envs,
-wrappers and synchronous vector envs); a class from one of them counts only if it derives from
-that module's base classes. Everything else is the user's to register with :func:`register`.
+is found in one of these tables, never by importing or looking up what the file names:
+
+* the user's: what :func:`register` was given;
+* stagerl's and trajectories' own classes: a table of every top-level class their source files
+  define (read from disk, not imported); a name found there imports the module the table gives;
+* a fixed list of other modules (torch's layers and optimisers, gymnasium's spaces,
+  classic-control and toy-text envs, wrappers and synchronous vector envs), imported when the
+  registry is first used; their classes count only if they derive from the module's bases;
+* a fixed list of functions (clocks, activations) and of plain types.
 """
 
 from __future__ import annotations
@@ -13,12 +17,15 @@ from __future__ import annotations
 import enum
 import functools
 import importlib
+import re
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from stagerl.checkpoints.declared import declare
 
 __all__ = ["register", "registered_name", "resolve", "Unregistered", "CheckpointError",
            "BUILTIN_TYPES"]
@@ -98,15 +105,20 @@ _registered: dict[str, Any] = {}  # name -> class or function the user registere
 _registered_names: dict[int, str] = {}  # id(class or function) -> its name
 
 
-def register(component: Any = None, *, name: str | None = None) -> Any:
+def register(component: Any = None, *, name: str | None = None,
+             state: tuple[str, ...] | None = None) -> Any:
     """Allow checkpoints to hold instances of ``component`` (a class), or to refer to it (a
     function or class stored as a value); returns it, so it also works as a decorator.
 
     stagerl's own classes need no registration. A class is saved as its name plus what
     ``__getstate__`` returns (else its ``__dict__``) and rebuilt with ``cls.__new__(cls)`` and
-    ``__setstate__`` (else a ``__dict__`` update), as pickle does: register only classes whose
-    state is data. Register it before loading too (in a fresh process, import the module that
-    registers it). ``name`` defaults to ``module.QualifiedName``.
+    its own ``__setstate__`` (else its attributes set one by one): register only classes whose
+    state is data. Only the attributes the class declares are set: its dataclass fields, slots
+    and annotations and the names its methods set on ``self`` (read from its source);
+    ``state=("a", "b")`` declares more (for attributes set from outside the class, or a class
+    defined where its source cannot be read). Register it before loading too (in a fresh
+    process, import the module that registers it). ``name`` defaults to
+    ``module.QualifiedName``.
 
     Example:
         >>> import stagerl as rl
@@ -118,7 +130,7 @@ def register(component: Any = None, *, name: str | None = None) -> Any:
         True
     """
     if component is None:
-        return functools.partial(register, name=name)
+        return functools.partial(register, name=name, state=state)
     if not (isinstance(component, type) or callable(component)):
         raise TypeError(f"register takes a class or a function, got {component!r} of type "
                         f"{type(component).__name__}")
@@ -130,6 +142,12 @@ def register(component: Any = None, *, name: str | None = None) -> Any:
     if known is not None and known is not component:
         raise ValueError(f"register: the name {name!r} already belongs to {known!r}; pass "
                          "name= to register {component!r} under another")
+    if state is not None:
+        if isinstance(state, str) or not all(isinstance(n, str) and n.isidentifier()
+                                             for n in state) or not isinstance(component, type):
+            raise TypeError(f"register: state must be a tuple of attribute names of a class, "
+                            f"got state={state!r}")
+        declare(component, frozenset(state))
     _registered[name] = component
     _registered_names[id(component)] = name
     return component
@@ -153,51 +171,79 @@ def registered_name(component: Any) -> str:
 
 
 def resolve(name: str, what: str = "class") -> Any:
-    """The class (or function) ``name`` stands for, without importing anything but stagerl's
-    own modules and the fixed list; :class:`Unregistered` otherwise."""
+    """The class (or function) ``name`` stands for, found in the tables above;
+    :class:`Unregistered` otherwise."""
     if not isinstance(name, str):
         raise CheckpointError(f"a type name must be a string, got {name!r}")
-    if name in _registered:
-        return _registered[name]
-    if name in BUILTIN_TYPES:
-        return BUILTIN_TYPES[name]
-    if name.startswith("torch."):
-        importlib.import_module("torch")  # a fixed module: its functions are in the list
-    function = _functions().get(name)
-    if function is not None:
-        return function
-    module_name, found = _module_of(name)
-    if found is not None:
-        qualname = name[len(module_name) + 1:]
-        obj = found
-        for part in qualname.split("."):
-            obj = getattr(obj, part, None) if part and not part.startswith("__") else None
-        if isinstance(obj, type) and _type_name(obj) == name and _allowed_class(obj):
-            return obj
-    raise Unregistered(f"the checkpoint names the {what} {name!r}, which is not a registered "
-                       "component (no module outside stagerl's own is imported by name); if it "
-                       "is yours, call stagerl.checkpoints.register(...) on it before loading")
+    found = _registered.get(name)
+    if found is None:
+        found = BUILTIN_TYPES.get(name) or _functions().get(name)
+    if found is None and name in _own_classes():
+        module = importlib.import_module(_own_classes()[name])  # a module from the table
+        found = vars(module).get(name.rpartition(".")[2])
+    if found is None and _other_bases(name.rpartition(".")[0]) is not None:
+        found = _other_classes().get(name)
+    if isinstance(found, type) and _type_name(found) == name and (
+            _allowed_class(found) or BUILTIN_TYPES.get(name) is found) \
+            or found is not None and _registered.get(name) is found \
+            or found is not None and _functions().get(name) is found:
+        return found
+    raise Unregistered(f"the checkpoint names the {what} {_shown(name)}, which is not a "
+                       "registered component (no module outside stagerl's own is imported by "
+                       "name); if it is yours, call stagerl.checkpoints.register(...) on it "
+                       "before loading")
 
 
-def _module_of(name: str) -> tuple[str, Any]:
-    """The longest prefix of ``name`` that is a module one may take classes from, and that
-    module (imported if it is stagerl's own), else ``("", None)``."""
-    parts = name.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        module_name = ".".join(parts[:cut])
-        if module_name in _own_modules():
-            return module_name, importlib.import_module(module_name)
-        if _other_bases(module_name) is not None:
-            _import_others()
-            if module_name in sys.modules:
-                return module_name, sys.modules[module_name]
-    return "", None
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= 120 else name[:117] + "...")
+
+
+@functools.cache
+def _own_classes() -> dict[str, str]:
+    """``{"stagerl.module.Class": "stagerl.module"}`` for every top-level class that stagerl's
+    and trajectories' source files define (read from disk: nothing is imported to list them)."""
+    found = {}
+    for module, path in _own_module_paths().items():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for match in _CLASS_LINE.finditer(text):
+            found[f"{module}.{match.group(1)}"] = module
+    return found
+
+
+_CLASS_LINE = re.compile(r"^class\s+([A-Za-z_][A-Za-z0-9_]*)\b", re.MULTILINE)
+
+
+def _other_classes() -> dict[str, type]:
+    """The classes of the fixed other modules, by name (rebuilt when more are imported)."""
+    _import_others()
+    count = len(sys.modules)
+    if _OTHER_TABLE.get("count") != count:
+        table = {}
+        for module_name, module in list(sys.modules.items()):
+            if module is None or _other_bases(module_name) is None:
+                continue
+            for value in list(vars(module).values()):
+                if isinstance(value, type) and value.__module__ == module_name:
+                    table[_type_name(value)] = value
+        _OTHER_TABLE.update(count=count, table=table)
+    return _OTHER_TABLE["table"]
+
+
+_OTHER_TABLE: dict[str, Any] = {}
 
 
 @functools.cache
 def _own_modules() -> frozenset:
     """stagerl's and trajectories' modules, found on disk (never imported to be found)."""
-    found = set()
+    return frozenset(_own_module_paths())
+
+
+@functools.cache
+def _own_module_paths() -> dict[str, Path]:
+    found = {}
     for package in _OWN_PACKAGES:
         root = Path(importlib.import_module(package).__file__).resolve().parent
         for path in root.rglob("*.py"):
@@ -206,8 +252,8 @@ def _own_modules() -> frozenset:
                 parts = parts[:-1]
             module = ".".join(parts)
             if not any(module == m or module.startswith(m + ".") for m in _NOT_COMPONENTS):
-                found.add(module)
-    return frozenset(found)
+                found[module] = path
+    return found
 
 
 def _other_bases(module_name: str) -> tuple | None:

@@ -1,13 +1,52 @@
 """run() and Experiment: the staged loop of an experiment.
 
-The loop below reads as the pseudocode in ``docs/loop.md``. What it calls at each stage is
-resolved once per experiment by :class:`~stagerl.core.stage_calls.StageCalls`, not once per
-step; the calls made, and their order, are exactly those of plain dispatch.
+The loop with every call written out (``docs/loop.md`` prints this text; a test runs it beside
+:meth:`Experiment.run` and checks that both make the same calls in the same order)::
+
+    def plain_run(policy, env, stop_condition, hook, reset_condition):
+        push(hook, PreExperimentStage(), policy, env)  # the hook first here
+        push(policy, PreExperimentStage(), env)
+        stop = False
+        try:
+            while not stop:
+                env.reset()
+                push(policy, PreEpisodeStage(), env)
+                optimise(policy, PreEpisodeStage())
+                push(hook, PreEpisodeStage(), policy, env)
+                while not reset_condition.check(policy, env):  # before every step, the first too
+                    push(policy, PreActStage(), env)
+                    optimise(policy, PreActStage())
+                    push(hook, PreActStage(), policy, env)
+                    action = plan(policy, env)
+                    env.act(action)
+                    env.last_action = action
+                    push(policy, PostActStage(), env, action)  # the only stage given the action
+                    optimise(policy, PostActStage())
+                    push(hook, PostActStage(), policy, env)
+                    if stop_condition.check(policy, env):  # once per step, after the PostAct hook
+                        stop = True
+                        break
+                push(policy, PostEpisodeStage(), env)
+                optimise(policy, PostEpisodeStage())
+                push(hook, PostEpisodeStage(), policy, env)
+        finally:  # also when an exception or Ctrl-C leaves the loop
+            push(policy, PostExperimentStage(), env)  # the policy first here
+            push(hook, PostExperimentStage(), policy, env)
+        return hook
+
+:class:`Experiment` runs the same calls, each resolved once per experiment by
+:class:`~stagerl.core.stage_calls.StageCalls` rather than once per step
+(:meth:`Experiment.describe` lists what each stage resolves to). Beyond the plain loop it calls
+its ``after_step`` callbacks after every step's stop check, announces PostExperiment member by
+member when the loop is left by an exception, and ``run(start_at=StepEnd(...))`` enters the loop
+at the end of a step saved earlier (how a checkpointed run continues).
 """
 
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -20,15 +59,26 @@ from stagerl.core.hooks_base import Hook
 from stagerl.core.method_checks import check_methods
 from stagerl.core.policy import Policy
 from stagerl.core.reset_conditions import ResetCondition, ResetIfEnvTerminated
-from stagerl.core.stage_calls import POST_ACT, StageCalls, composed_members
+from stagerl.core.stage_calls import POST_ACT, StageCalls, composed_members, short_name
 from stagerl.core.stages import PostExperimentStage, PreExperimentStage
 from stagerl.core.stop_conditions import StopAfterNEpisodes, StopCondition, episodes_ended
 
-__all__ = ["run", "Experiment"]
+__all__ = ["run", "Experiment", "StepEnd"]
 
 # Stages carry no data, so one instance of each serves every call.
 PRE_EXPERIMENT = PreExperimentStage()
 POST_EXPERIMENT = PostExperimentStage()
+
+
+@dataclass(frozen=True)
+class StepEnd:
+    """Where :meth:`Experiment.run` starts when it continues a run saved at the end of a step
+    (right after that step's stop check): the episode goes on without a reset or PreEpisode.
+
+    ``stopped``: that step's stop check said stop (the loop then ends the episode at once).
+    """
+
+    stopped: bool = False
 
 
 def run(
@@ -64,7 +114,8 @@ class Experiment:
     method that the loop can never call for an object of this experiment (a hook's
     ``push(hook, stage, env)`` without the policy, ``optimise(policy, stage)`` for the policy
     inside an Agent...) is reported with a warning naming the call the loop makes
-    (``check_methods=False`` turns that off).
+    (``check_methods=False`` turns that off). ``after_step`` is a list of callables called as
+    ``f(stop)`` after every step's stop check (``stop``: whether the run ends there).
 
     Example:
         >>> import stagerl as rl
@@ -83,6 +134,7 @@ class Experiment:
         hook: Hook | None,
         reset_condition: ResetCondition | None = None,
         *,
+        after_step: Sequence[Callable[[bool], None]] = (),
         check_methods: bool = True,
     ) -> None:
         self.policy = _checked_policy(policy)
@@ -95,56 +147,72 @@ class Experiment:
         self.reset_condition = _checked_reset_condition(
             ResetIfEnvTerminated() if reset_condition is None else reset_condition
         )
+        #: Called after every step's stop check as ``f(stop)``, in order (a checkpointing
+        #: experiment saves itself there).
+        self.after_step = _checked_after_step(after_step)
         validate = getattr(self.policy, "validate", None)
         if validate is not None:
             validate(self.env)
 
-    #: Where the loop starts: ``None`` (a new run: PreExperiment, reset, PreEpisode) or, to
-    #: continue a run saved at a step's end, ``{"stopped": bool}`` (the episode goes on from that
-    #: step, without a reset; ``stopped``: that step's stop check was true). Reset by ``run``.
-    position: dict | None = None
+    def run(self, *, start_at: StepEnd | None = None) -> Experiment:
+        """Run the loop once (the module docstring writes it out); returns ``self``.
 
-    def run(self) -> Experiment:
-        """Run the loop once (``docs/loop.md``); returns ``self``."""
+        ``start_at``: ``None`` starts a new run; a :class:`StepEnd` continues one saved at the
+        end of a step: PreExperiment is announced, then the episode goes on from that step
+        (no ``env.reset()``, no PreEpisode).
+        """
+        if start_at is not None and not isinstance(start_at, StepEnd):
+            raise TypeError(f"start_at must be None or a StepEnd, got {start_at!r}")
         policy, env, hook = self.policy, self.env, self.hook
         try:
-            self._run_stages()
+            self._run_stages(start_at)
         except BaseException as error:  # Ctrl-C too: logs are flushed either way
             _announce_post_experiment(policy, env, hook, error)
             raise
         _announce_post_experiment(policy, env, hook, None)
         return self
 
-    def _step_end(self):
-        """A callable run after every step's stop check as ``f(stopped)``, or ``None`` (the
-        default: nothing more per step). A checkpointing experiment saves itself there."""
-        return None
+    def describe(self) -> str:
+        """What each stage's calls resolve to for this experiment's policy, env and hook: one
+        line per call with the method's ``file:line`` (resolved now; a method registered at
+        PreExperiment shows once the run has started).
 
-    def _run_stages(self) -> None:
+        Example:
+            >>> import stagerl as rl
+            >>> experiment = rl.Experiment(rl.RandomPolicy(rng=0), rl.RandomWalk1D(), None,
+            ...                            rl.StepsPerEpisode())
+            >>> print(experiment.describe().splitlines()[0])
+            Experiment(RandomPolicy, RandomWalk1D, hook StepsPerEpisode):
+        """
+        calls = StageCalls(self.policy, self.env, self.hook)
+        header = (f"{type(self).__name__}({short_name(self.policy)}, {short_name(self.env)}, hook "
+                  f"{short_name(self.hook)}):")
+        return "\n".join([header, *calls.lines()])
+
+    def _run_stages(self, start_at: StepEnd | None) -> None:
         run_stages = getattr(getattr(self.env, "dynamic_style", None), "run_stages", None)
         if run_stages is not None:  # a game's own loop (stagerl.multi_agent)
-            return run_stages(self)
+            return run_stages(self, start_at)
         policy, env, hook = self.policy, self.env, self.hook
         stop_condition, reset_condition = self.stop_condition, self.reset_condition
+        after_step = self.after_step
         push(hook, PRE_EXPERIMENT, policy, env)  # hook first here
         push(policy, PRE_EXPERIMENT, env)
         calls = StageCalls(policy, env, hook)  # resolved after PreExperiment, which may register
         if self.check_methods:
             check_methods(policy, env, composed_members(hook, PRE_EXPERIMENT, policy, env))
-        step_end = self._step_end()
-        resumed, self.position = self.position, None
         stop = False
         while not stop:
             calls = calls.current()
             pre_act, plan_action, post_act = calls.pre_act, calls.plan, calls.post_act
             push_with_action = calls.push_with_action
-            if resumed is None:
+            if start_at is None:
                 env.reset()
                 _refuse_finished_episode(env)
                 for call in calls.pre_episode:  # push(policy, ...); optimise(...); push(hook, ...)
                     call()
             else:  # the episode a saved run was in goes on from the step it ended at
-                stop, resumed = bool(resumed["stopped"]), None
+                stop, start_at = start_at.stopped, None
             while not stop and not reset_condition.check(policy, env):
                 for call in pre_act:
                     call()
@@ -157,15 +225,15 @@ class Experiment:
                 for call in post_act:  # optimise(policy, PostActStage()); push(hook, ...)
                     call()
                 stop = bool(stop_condition.check(policy, env))  # after the PostAct hook
-                if step_end is not None:
-                    step_end(stop)
+                for callback in after_step:
+                    callback(stop)
             for call in calls.post_episode:
                 call()
 
     def __repr__(self) -> str:
         return (
-            f"Experiment({self.policy!r}, {self.env!r}, {self.stop_condition!r}, {self.hook!r}, "
-            f"{self.reset_condition!r})"
+            f"{type(self).__name__}({self.policy!r}, {self.env!r}, {self.stop_condition!r}, "
+            f"{self.hook!r}, {self.reset_condition!r})"
         )
 
 
@@ -282,6 +350,22 @@ def _checked_hook(hook: Any) -> Hook:
     raise TypeError(
         f"hook must be a stagerl.Hook, got {hook!r} of type {type(hook).__name__}; {fix}"
     )
+
+
+def _checked_after_step(after_step: Any) -> tuple:
+    if callable(after_step) or isinstance(after_step, (str, bytes)):
+        raise TypeError(f"after_step must be a list of callables f(stop), got {after_step!r}; "
+                        "pass [f] for one")
+    try:
+        callbacks = tuple(after_step)
+    except TypeError:
+        raise TypeError(f"after_step must be a list of callables f(stop), got {after_step!r}"
+                        ) from None
+    for callback in callbacks:
+        if not callable(callback):
+            raise TypeError(f"after_step holds {callback!r}, which is not callable; each entry "
+                            "is called as f(stop) after every step's stop check")
+    return callbacks
 
 
 def _checked_reset_condition(reset_condition: Any) -> Any:

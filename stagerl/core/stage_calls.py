@@ -16,7 +16,10 @@ The calls made, and their order, are exactly those of plain dispatch
 from __future__ import annotations
 
 import functools
+import inspect
+import linecache
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import plum
@@ -37,7 +40,7 @@ from stagerl.core.stages import (
     PreEpisodeStage,
 )
 
-__all__ = ["StageCalls", "no_op_fallbacks", "composed_members"]
+__all__ = ["StageCalls", "no_op_fallbacks", "composed_members", "short_name"]
 
 PRE_EPISODE = PreEpisodeStage()
 PRE_ACT = PreActStage()
@@ -119,6 +122,29 @@ class StageCalls:
         hooks = _hook_calls(self.hook, stage, policy, env)
         return calls + _bound(optimise, (policy, stage)) + hooks
 
+    def lines(self) -> list[str]:
+        """One line per call, stage by stage in the loop's order: the call and the method it
+        resolves to, with its ``file:line``."""
+        action_push = (f"push({short_name(self.policy)}, PostAct, {short_name(self.env)}, "
+                       f"action) -> {self.push_with_action.described()}")
+        out = []
+        for stage, calls in (("PreEpisode", self.pre_episode), ("PreAct", self.pre_act),
+                             ("plan", (self.plan,)), ("PostAct", self.post_act),
+                             ("PostEpisode", self.post_episode)):
+            out.append(f"  {stage}:")
+            described = [_described(call) for call in calls]
+            if stage == "PostAct":
+                described.insert(0, action_push)
+            if not described:
+                described = ["(nothing: every call lands on a do-nothing default)"]
+            out.extend(f"    {line}" for line in described)
+        return out
+
+    def __repr__(self) -> str:
+        header = (f"StageCalls({short_name(self.policy)}, {short_name(self.env)}, hook "
+                  f"{short_name(self.hook)}):")
+        return "\n".join([header, *self.lines()])
+
 
 class _PushWithAction(dict):
     """``push(policy, PostActStage(), env, action)`` by type of action, resolved on first sight."""
@@ -126,6 +152,12 @@ class _PushWithAction(dict):
     def __init__(self, policy: Any, env: Any) -> None:
         super().__init__()
         self.types = (type(policy), PostActStage, type(env))
+
+    def described(self) -> str:
+        if not self:
+            return "resolved by the type of the first action"
+        return "; ".join(f"{t.__name__}: " + ("nothing" if m is None else _where(m))
+                         for t, m in self.items())
 
     def __missing__(self, action_type: type) -> Any:
         try:
@@ -166,6 +198,57 @@ def _hook_calls(hook: Any, stage: Any, policy: Any, env: Any) -> tuple:
         members = hook.hooks
         return tuple(call for m in members for call in _hook_calls(m, stage, policy, env))
     return _bound(push, (hook, stage, policy, env))
+
+
+def short_name(obj: Any) -> str:
+    """A receiver as a call line names it: its class, a composed hook with its members."""
+    members = getattr(obj, "hooks", None)
+    if isinstance(members, tuple) and type(obj).__name__ == "ComposedHook":
+        return " + ".join(short_name(m) for m in members) or "ComposedHook()"
+    name = type(obj).__name__.split("[", 1)[0]  # Agent[P, T] is an Agent
+    if name.endswith("Stage") and name != "Stage":
+        return name.removesuffix("Stage")
+    return name
+
+
+def _described(call: partial) -> str:
+    """``push(Agent, PreEpisode, GymEnv) -> _push_agent_pre_episode (stagerl/...py:140)``."""
+    method = call.func
+    generic = next((f for f in (push, plan, optimise) if method is f), None)
+    arguments = ", ".join(short_name(a) for a in call.args)
+    if generic is not None:  # kept as the plain call: plum resolves it at each call
+        return f"{generic.__name__}({arguments}) -> dispatched at each call"
+    name = next((f.__name__ for f in (push, plan, optimise)
+                 if any(m.implementation is method for m in methods_of(f))), "call")
+    return f"{name}({arguments}) -> {_where(method)}"
+
+
+def _where(method: Any) -> str:
+    """``name (path:line)``, the path relative to the installed package's folder when under it."""
+    function = inspect.unwrap(method)
+    code = getattr(function, "__code__", None)
+    name = getattr(function, "__qualname__", repr(function))
+    if code is None:
+        return name
+    path = Path(code.co_filename)
+    try:
+        path = path.resolve().relative_to(_PACKAGES_ROOT)
+    except ValueError:
+        pass
+    return f"{name} ({path.as_posix()}:{_def_line(code)})"
+
+
+def _def_line(code: Any) -> int:
+    """The line of the ``def`` (a code object's first line is its first decorator's)."""
+    line = code.co_firstlineno
+    for offset in range(64):
+        if linecache.getline(code.co_filename, line + offset).lstrip().startswith(
+                ("def ", "async def ")):
+            return line + offset
+    return line
+
+
+_PACKAGES_ROOT = Path(__file__).resolve().parents[2]  # the folder holding stagerl/
 
 
 def _registrations() -> tuple[int, ...]:

@@ -1,23 +1,30 @@
 """Continuing a run in its log directory: what may be resumed, checked before anything runs.
 
 A run's log directory holds ``config.json`` (the experiment, seed, steps and hyper-parameters it
-was started with) and ``checkpoints/step-N``. Resuming continues from the newest checkpoint with
-the configuration the run was started with: a hyper-parameter or seed given again must be the
-one the run has, and the checkpoint must be of that experiment and configuration; each
-difference is refused with the keys that differ.
+was started with) and ``checkpoints/step-N``. Resuming continues from the newest intact
+checkpoint with the configuration the run was started with: a hyper-parameter or seed given
+again must be the one the run has, and the checkpoint must be of that experiment and
+configuration; each difference is refused with the keys that differ. A newest checkpoint that
+is damaged (truncated, edited, crafted) is passed over for the one before it, with a notice
+naming it; with none intact nothing is resumed. Both files are read as hostile: the env id they
+name must be the experiment's own or a gymnasium id registered without a ``module:`` prefix
+(:func:`checked_run_config`) before anything is built from it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stagerl.checkpoints import CheckpointError, config_differences, find, read_manifest
-from stagerl.experiments.registry import configure
+from stagerl.checkpoints import CheckpointError, config_differences, read_manifest, resume
+from stagerl.checkpoints.files import step_directories
+from stagerl.checkpoints.foreign import env_id_problem
+from stagerl.experiments.registry import configure, load, names
 
-__all__ = ["ResumeRequest", "check_resume", "CHECKPOINTS"]
+__all__ = ["ResumeRequest", "check_resume", "checked_run_config", "CHECKPOINTS"]
 
 #: Where a run's checkpoints go, inside its log directory.
 CHECKPOINTS = "checkpoints"
@@ -33,6 +40,8 @@ class ResumeRequest:
     seed: int
     at_step: int
     saved: dict  # the run's config.json
+    #: One line per newer checkpoint passed over because it is damaged.
+    notices: list[str] = field(default_factory=list)
 
 
 def check_resume(name: str, logdir: str | Path | None, steps: int | None, seed: int | None,
@@ -60,11 +69,8 @@ def check_resume(name: str, logdir: str | Path | None, steps: int | None, seed: 
         raise ValueError(f"{logdir} holds a run with other hyper-parameters: "
                          f"{_listed(differing, 'the run', 'given')}; leave them out to resume "
                          "it, or start a new run in another --logdir")
-    try:
-        checkpoint = find(logdir / CHECKPOINTS)
-        manifest = read_manifest(checkpoint)
-    except CheckpointError as error:
-        raise ValueError(f"cannot resume the run in {logdir}: {error}") from None
+    checked_run_config(name, run_config, logdir / "config.json")
+    checkpoint, manifest, notices = _newest_intact(logdir)
     info = manifest.get("info") or {}
     if info.get("experiment") != name or info.get("seed") != saved.get("seed"):
         raise ValueError(f"{checkpoint} is a checkpoint of {info.get('experiment')!r} seed "
@@ -86,8 +92,54 @@ def check_resume(name: str, logdir: str | Path | None, steps: int | None, seed: 
     if steps < at_step:
         raise ValueError(f"the run in {logdir} is at env step {at_step:,}, beyond --steps "
                          f"{steps:,}; resume with --steps of at least {at_step}")
+    checked_run_config(name, info.get("config"), checkpoint)
     config = configure(name, **{**run_config, "steps": steps})
-    return ResumeRequest(checkpoint, config, steps, saved["seed"], at_step, saved)
+    return ResumeRequest(checkpoint, config, steps, saved["seed"], at_step, saved, notices)
+
+
+def checked_run_config(name: Any, config: Any, where: Any) -> str:
+    """The experiment ``name`` of a run and its hyper-parameters ``config``, as read from a file
+    (a checkpoint's manifest, a ``config.json``), checked before anything is built from them:
+    ``name`` is a named experiment of this stagerl (returned as this stagerl spells it) and
+    ``env_id`` is the experiment's own or a gymnasium id registered without a ``module:``
+    prefix. ``ValueError`` naming ``where``."""
+    name = next((known for known in names() if known == name), None) if isinstance(
+        name, str) else None
+    if name is None:
+        raise ValueError(f"{where} names an experiment this stagerl does not have (stagerl "
+                         "list shows them)")
+    if not isinstance(config, dict):
+        raise ValueError(f"{where} holds no hyper-parameters of {name}")
+    if "env_id" in config:
+        fields = {f.name: f for f in dataclasses.fields(load(name).config)}
+        own = fields["env_id"].default if "env_id" in fields else None
+        problem = env_id_problem(config["env_id"], expected=own)
+        if problem is not None:
+            raise ValueError(f"{where}: {problem}; nothing was built")
+    return name
+
+
+def _newest_intact(logdir: Path) -> tuple[Path, dict, list[str]]:
+    """The newest checkpoint in ``logdir/checkpoints`` that loads whole (read through, every
+    check passed; nothing is run or written), its manifest, and a notice for each newer one
+    that does not."""
+    found = step_directories(logdir / CHECKPOINTS)
+    if not found:
+        raise ValueError(f"cannot resume the run in {logdir}: no checkpoint in "
+                         f"{logdir / CHECKPOINTS} (no step-N directory with a manifest.json)")
+    notices = []
+    for _, checkpoint in reversed(found):
+        try:
+            manifest = read_manifest(checkpoint)
+            resume(checkpoint, map_location="cpu", restore_globals=False)
+        except CheckpointError as error:
+            notices.append(f"{checkpoint} is damaged and was passed over ({error})")
+            continue
+        if notices:
+            notices[-1] += f"; resuming from {checkpoint}"
+        return checkpoint, manifest, [" ".join(notices)] if notices else []
+    raise ValueError(f"cannot resume the run in {logdir}: no intact checkpoint in "
+                     f"{logdir / CHECKPOINTS} ({' '.join(notices)}); nothing was resumed")
 
 
 def _read_config(name: str, logdir: Path) -> dict:

@@ -14,6 +14,7 @@ from PIL import Image
 
 import stagerl as rl
 from stagerl.checkpoints import CheckpointError, find, load, read_manifest
+from stagerl.experiments._resuming import checked_run_config
 from stagerl.experiments.registry import EVAL_SEED_OFFSET, configure
 from stagerl.experiments.registry import load as load_experiment
 from stagerl.experiments.runner import make_eval_env
@@ -55,7 +56,10 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 20, *, video: str | Pa
     Raises:
         ValueError: ``episodes`` below 1, no checkpoint at ``path``, a checkpoint no run wrote,
             a video suffix other than ``.gif``/``.mp4``, a video directory that does not exist,
-            an env that cannot render ``rgb_array``; all before anything is loaded or written.
+            an env that cannot render ``rgb_array``, a manifest naming an env id that is neither
+            the experiment's nor a registered gymnasium id (``module:`` prefixes are refused);
+            all before anything is loaded or written. ``CheckpointError`` (a ``ValueError``)
+            for a damaged or crafted checkpoint.
         ImportError: ``.mp4`` without imageio-ffmpeg, or a renderer without pygame.
 
     Example:
@@ -116,11 +120,15 @@ def _run_checkpoint(path: Any) -> tuple[Path, dict, dict]:
     info = manifest.get("info")
     if manifest.get("kind") != "experiment" or not isinstance(info, dict) or not (
             isinstance(info.get("experiment"), str) and isinstance(info.get("config"), dict)
-            and isinstance(info.get("seed"), int)):
+            and type(info.get("seed")) is int and info["seed"] >= 0):
         raise ValueError(f"{checkpoint} is not a checkpoint of a stagerl run (its manifest names "
                          "no experiment, seed and config); evaluating needs a run's checkpoint "
                          "(`stagerl run NAME --logdir DIR` writes them), or load this one with "
                          "stagerl.load and call rl.evaluate(policy, env, episodes)")
+    # The manifest has no checksum of its own: what it names is checked before anything is
+    # built from it (the evaluation env is made from its env id).
+    info = {**info, "experiment": checked_run_config(info["experiment"], info["config"],
+                                                     checkpoint)}
     return checkpoint, info, manifest
 
 

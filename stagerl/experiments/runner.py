@@ -6,8 +6,8 @@ directory, TensorBoard, a run to resume) and builds the env and the agent, writi
 :func:`execute` runs what it prepared. :func:`run` does both. The command line calls them apart,
 so that bad input is one line and exit status 2 with nothing written.
 
-A run with a log directory runs as a :class:`~stagerl.checkpoints.ResumableExperiment`: a
-:class:`~stagerl.checkpoints.Checkpoint` hook saves all of it to ``<logdir>/checkpoints`` every
+A run with a log directory runs as a :class:`~stagerl.checkpoints.ResumableExperiment`: its
+:class:`~stagerl.checkpoints.CheckpointSchedule` saves all of it to ``<logdir>/checkpoints`` every
 ``checkpoint_every`` env steps and at its end, Ctrl-C saves it at the end of the current step,
 and ``resume=True`` continues it from its newest checkpoint exactly as if it had never stopped.
 """
@@ -129,7 +129,7 @@ def prepare(name: str, steps: int | None = None, seed: int | None = 0, device: A
             raise ValueError(f"seed must be a non-negative int, got seed={seed!r}")
         if logdir is not None:
             logdir = check_logdir(logdir, overwrite)
-    notices = []
+    notices = [] if request is None else list(request.notices)  # damaged checkpoints passed over
     if tensorboard and logdir is None:
         raise ValueError("TensorBoard logs need a log directory: pass logdir=")
     if tensorboard and not tensorboard_available():
@@ -278,25 +278,18 @@ def _started(prepared: PreparedRun, hook: rl.Hook | None) -> rl.Experiment:
             open_logdir(logdir, prepared.overwrite)
             write_json(logdir / "config.json", _config_json(prepared))
         return rl.Experiment(prepared.agent, prepared.env, stop, rl.ComposedHook(*hooks))
-    from stagerl.checkpoints import Checkpoint, ResumableExperiment
-    from stagerl.checkpoints.graph import encode
+    from stagerl.checkpoints import CheckpointSchedule, ResumableExperiment
 
-    if hook is not None:
-        try:  # refused now, not at the first checkpoint thousands of steps in
-            encode(hook, "hook")
-        except ValueError as error:
-            raise ValueError(f"{error} (a run with a log directory saves its hooks in its "
-                             "checkpoints; register the hook's class with "
-                             "stagerl.checkpoints.register, or pass checkpoint_every=None)"
-                             ) from None
     open_logdir(logdir, prepared.overwrite)
     if prepared.overwrite:
         _remove_checkpoints(logdir / CHECKPOINTS)
     write_json(logdir / "config.json", _config_json(prepared))
-    hooks.append(Checkpoint(prepared.checkpoint_every, logdir / CHECKPOINTS))
     info = {"experiment": prepared.name, "seed": prepared.seed,
             "config": dataclasses.asdict(prepared.config)}
+    # A hook that is not data is left out of the checkpoints with a warning (the run goes on).
     return ResumableExperiment(prepared.agent, prepared.env, stop, rl.ComposedHook(*hooks),
+                               checkpoints=CheckpointSchedule(prepared.checkpoint_every,
+                                                              logdir / CHECKPOINTS),
                                info=info)
 
 

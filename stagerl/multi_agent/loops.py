@@ -150,16 +150,16 @@ def _checked_legal(player: PlayerCalls, action: Any) -> None:
             f"takes it as explorer.plan(values, mask=env.legal_actions_mask))")
 
 
-def run_sequential(experiment: Any) -> None:
+def run_sequential(experiment: Any, start_at: Any = None) -> None:
     """The turn-based loop (module docstring); ``experiment`` is a ``stagerl.Experiment``."""
     policy, env, players, game = _start(experiment)
     stop_condition, reset_condition = experiment.stop_condition, experiment.reset_condition
-    step_end = experiment._step_end()
+    after_step = experiment.after_step
     masked = bool(getattr(env, "has_legal_actions_mask", False))
     players_finish_apart = _players_finish_apart(env)
     turns = policy.turns
     pending, started = turns.pending, turns.started
-    resumed, experiment.position = experiment.position, None
+    resumed = start_at  # a StepEnd where a saved run goes on, else None
     stop = False
     while not stop:
         game = game.current()
@@ -172,7 +172,7 @@ def run_sequential(experiment: Any) -> None:
             for call in game.pre_episode:
                 call()
         else:  # a saved run goes on from the turn it ended at, with its moves pending
-            stop, resumed = bool(resumed["stopped"]), None
+            stop, resumed = bool(resumed.stopped), None
         while not stop and not reset_condition.check(policy, env):
             name = env.current_player
             player = players[name]
@@ -195,8 +195,8 @@ def run_sequential(experiment: Any) -> None:
             if players_finish_apart:
                 _complete_players_done(env, players, pending)
             stop = bool(stop_condition.check(policy, env))
-            if step_end is not None:
-                step_end(stop)
+            for callback in after_step:
+                callback(stop)
         _end_episode(env, players, turns, game)
 
 
@@ -225,14 +225,14 @@ def _end_episode(env: Any, players: dict, turns: Any, game: StageCalls) -> None:
         call()
 
 
-def run_simultaneous(experiment: Any) -> None:
+def run_simultaneous(experiment: Any, start_at: Any = None) -> None:
     """The simultaneous loop: every live player moves in each act (``act`` takes a dict)."""
     policy, env, players, game = _start(experiment)
     stop_condition, reset_condition = experiment.stop_condition, experiment.reset_condition
-    step_end = experiment._step_end()
+    after_step = experiment.after_step
     masked = bool(getattr(env, "has_legal_actions_mask", False))
     started = policy.turns.started
-    resumed, experiment.position = experiment.position, None
+    resumed = start_at  # a StepEnd where a saved run goes on, else None
     stop = False
     while not stop:
         game = game.current()
@@ -245,7 +245,7 @@ def run_simultaneous(experiment: Any) -> None:
             for call in game.pre_episode:
                 call()
         else:
-            stop, resumed = bool(resumed["stopped"]), None
+            stop, resumed = bool(resumed.stopped), None
         while not stop and not reset_condition.check(policy, env):
             acting = [players[name] for name in env.acting_players]
             for player in acting:
@@ -269,8 +269,8 @@ def run_simultaneous(experiment: Any) -> None:
             for call in game.post_act:
                 call()
             stop = bool(stop_condition.check(policy, env))
-            if step_end is not None:
-                step_end(stop)
+            for callback in after_step:
+                callback(stop)
         for name in started:
             players[name].end_episode(waiting=False)
         for call in game.post_episode:

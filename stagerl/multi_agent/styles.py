@@ -4,7 +4,7 @@
 per ``act``. ``SIMULTANEOUS`` (PettingZoo's Parallel API): every live player moves in each
 ``act``, which takes a dict ``{player: action}``.
 
-``stagerl.Experiment`` runs an env whose ``dynamic_style`` has a ``run_stages(experiment)``
+``stagerl.Experiment`` runs an env whose ``dynamic_style`` has a ``run_stages(experiment, start_at)``
 with that loop instead of its own (``docs/multi_agent.md`` writes both loops out).
 """
 
@@ -29,7 +29,7 @@ class DynamicStyle:
     simultaneous: bool = False
     _name = ""
 
-    def run_stages(self, experiment: Any) -> None:
+    def run_stages(self, experiment: Any, start_at: Any = None) -> None:
         raise NotImplementedError
 
     def __reduce__(self) -> str:
@@ -44,8 +44,8 @@ class Sequential(DynamicStyle):
 
     _name = "SEQUENTIAL"
 
-    def run_stages(self, experiment: Any) -> None:
-        run_sequential(experiment)
+    def run_stages(self, experiment: Any, start_at: Any = None) -> None:
+        run_sequential(experiment, start_at)
 
 
 class Simultaneous(DynamicStyle):
@@ -54,8 +54,8 @@ class Simultaneous(DynamicStyle):
     simultaneous = True
     _name = "SIMULTANEOUS"
 
-    def run_stages(self, experiment: Any) -> None:
-        run_simultaneous(experiment)
+    def run_stages(self, experiment: Any, start_at: Any = None) -> None:
+        run_simultaneous(experiment, start_at)
 
 
 SEQUENTIAL = Sequential()

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 import stagerl as rl
-from stagerl.checkpoints import Checkpoint, ResumableExperiment, latest, register, resume
+from stagerl.checkpoints import CheckpointSchedule, ResumableExperiment, latest, register, resume
 from stagerl.checkpoints.graph import encode
 from stagerl.experiments.registry import configure, load
 from stagerl.experiments.runner import make_eval_env
@@ -82,7 +82,7 @@ def _push_ctrl_c(hook: CtrlCAt, stage: rl.PostActStage, policy, env):
 
 
 def build(name: str, directory: Path, interrupt_at: int) -> ResumableExperiment:
-    """The experiment as the command line builds it, with a checkpoint hook and Ctrl-C at
+    """The experiment as the command line builds it, with a checkpoint schedule and Ctrl-C at
     ``interrupt_at``."""
     setup = SETUPS[name]
     experiment = load(setup["experiment"])
@@ -93,10 +93,12 @@ def build(name: str, directory: Path, interrupt_at: int) -> ResumableExperiment:
     agent = experiment.make_agent(config, env, 0, torch.device("cpu"))
     evaluations = Evaluate(setup["steps"] // 3, 2, make_eval_env(experiment, config, 10_000),
                            experiment.eval_max_episode_steps)
-    hook = (rl.TotalRewardPerEpisode() + evaluations + CtrlCAt(interrupt_at)
-            + Checkpoint(every_n_steps=200, directory=directory / "checkpoints", keep_last=10))
+    hook = rl.TotalRewardPerEpisode() + evaluations + CtrlCAt(interrupt_at)
+    schedule = CheckpointSchedule(every_n_steps=200, directory=directory / "checkpoints",
+                                  keep_last=10)
     return ResumableExperiment(agent, env, rl.StopAfterNSteps(setup["steps"], progress=False),
-                               hook, info={"experiment": setup["experiment"]})
+                               hook, checkpoints=schedule,
+                               info={"experiment": setup["experiment"]})
 
 
 def _seed_spaces(env) -> None:

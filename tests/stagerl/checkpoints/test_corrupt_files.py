@@ -144,14 +144,14 @@ def test_a_checkpoint_of_another_algorithm_is_refused_before_loading(checkpoint)
 
 
 def test_a_checkpoint_of_another_env_or_experiment_is_refused(tmp_path):
-    from stagerl.checkpoints import Checkpoint, ResumableExperiment
+    from stagerl.checkpoints import CheckpointSchedule, ResumableExperiment
 
     agent = rl.Agent(rl.RandomPolicy(rng=0),
                      rl.Trajectory(rl.CircularArraySARTSTraces(capacity=8, env=rl.GymEnv(
                          "CartPole-v1"))))
     ResumableExperiment(agent, rl.GymEnv("CartPole-v1", seed=0),
-                        rl.StopAfterNSteps(10, progress=False),
-                        Checkpoint(5, tmp_path / "checkpoints"),
+                        rl.StopAfterNSteps(10, progress=False), None,
+                        checkpoints=CheckpointSchedule(5, tmp_path / "checkpoints"),
                         info={"experiment": "random-cartpole"}).run()
     _refused(tmp_path, "holds env_id 'CartPole-v1', expected 'Acrobot-v1'",
              expect={"env_id": "Acrobot-v1"})
@@ -219,8 +219,9 @@ def test_a_crafted_capacity_cannot_put_code_into_a_generated_push(checkpoint, tm
     marker = tmp_path / "pwned"
     crafted = f"0 or __import__('os').system('touch {marker}')"
     assert '"_cap":' in text
-    rewrite(checkpoint, json.loads(text.replace('"_cap":', f'"_cap":{json.dumps(crafted)},'
-                                                          '"_was":', 1)))
+    at = text.index('"_cap":') + len('"_cap":')
+    end = text.index(",", at)
+    rewrite(checkpoint, json.loads(text[:at] + json.dumps(crafted) + text[end:]))
     agent = load(checkpoint)  # data: nothing runs while loading
     with pytest.raises(TypeError):
         rl.run(agent, rl.RandomWalk1D(), rl.StopAfterNSteps(5, progress=False))

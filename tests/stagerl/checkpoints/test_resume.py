@@ -1,6 +1,6 @@
 """Resuming: an experiment interrupted at step k (mid-episode, mid-rollout) and resumed ends
 bit for bit as the run that was never interrupted, in this process and in a fresh one; the
-resumed loop makes exactly the calls of the plain loop; the Checkpoint hook's files."""
+resumed loop makes exactly the calls of the plain loop; the checkpoint schedule's files."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import stagerl as rl
 from stagerl.checkpoints import (
     Checkpoint,
     CheckpointError,
+    CheckpointSchedule,
     ResumableExperiment,
     latest,
     load,
@@ -106,13 +107,12 @@ class RecordingReset(rl.ResetIfEnvTerminated):
         return super().check(policy, env)
 
 
-def _recorded(steps, checkpoint=None):
+def _recorded(steps):
     log = []
     stop = RecordingStop(steps, progress=False)
     reset = RecordingReset()
     stop.log = reset.log = log
-    hook = RecordingHook(log) if checkpoint is None else RecordingHook(log) + checkpoint
-    return log, (RecordingPolicy(log), CountingEnv(log), stop, hook, reset)
+    return log, (RecordingPolicy(log), CountingEnv(log), stop, RecordingHook(log), reset)
 
 
 START = [("push hook", "PreExperimentStage"), ("push policy", "PreExperimentStage")]
@@ -121,27 +121,29 @@ START = [("push hook", "PreExperimentStage"), ("push policy", "PreExperimentStag
 def test_the_loop_makes_exactly_the_calls_of_the_plain_loop(tmp_path):
     plain, parts = _recorded(8)
     rl.Experiment(*parts).run()
-    log, parts = _recorded(8, Checkpoint(3, tmp_path))
-    ResumableExperiment(*parts).run()
+    log, parts = _recorded(8)
+    ResumableExperiment(*parts, checkpoints=CheckpointSchedule(3, tmp_path,
+                                                               keep_best=False)).run()
     assert log == plain
 
 
 def test_a_resumed_run_makes_the_remaining_calls_of_the_uninterrupted_one(tmp_path):
     whole, parts = _recorded(11)
     rl.Experiment(*parts).run()
-    _, parts = _recorded(11, Checkpoint(5, tmp_path, at_end=False))
-    ResumableExperiment(*parts).run()
+    _, parts = _recorded(11)
+    ResumableExperiment(*parts, checkpoints=CheckpointSchedule(5, tmp_path, at_end=False,
+                                                               keep_best=False)).run()
     resumed = resume(tmp_path / "step-000000005")
     assert resumed.env.t == 2  # the second episode's second step: mid-episode
     log = resumed.policy.log  # the log itself was saved (one list, shared by every part)
-    assert log is resumed.env.log is resumed.hook[0].log is resumed.stop_condition.log
+    assert log is resumed.env.log is resumed.hook.log is resumed.stop_condition.log
     cut = len(log)
     assert log == whole[:cut] and whole[cut - 1] == ("stop.check",)
     resumed.run()
     assert log[cut:] == START + whole[cut:]
 
 
-# ---- the Checkpoint hook ---------------------------------------------------------------------
+# ---- the checkpoint schedule -----------------------------------------------------------------
 
 
 def _agent(capacity=32, seed=0):
@@ -155,9 +157,10 @@ def _steps(directory):
 
 
 def test_checkpoints_keep_the_last_n_the_best_and_the_end(tmp_path):
-    checkpoint = Checkpoint(every_n_steps=20, directory=tmp_path, keep_last=2, recent_episodes=3)
+    checkpoint = CheckpointSchedule(every_n_steps=20, directory=tmp_path, keep_last=2,
+                                    recent_episodes=3)
     ResumableExperiment(_agent(), rl.RandomWalk1D(), rl.StopAfterNSteps(130, progress=False),
-                        rl.TotalRewardPerEpisode() + checkpoint).run()
+                        rl.TotalRewardPerEpisode(), checkpoints=checkpoint).run()
     assert _steps(tmp_path) == ["best", "step-000000120", "step-000000130"]
     best = read_manifest(tmp_path / "best")["summary"]
     assert best["best"] and best["recent_return"] == checkpoint.best_return
@@ -170,33 +173,49 @@ def test_a_vector_env_counts_every_sub_envs_steps(tmp_path):
     agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(rl.CircularArraySARTSTraces(
         capacity=64, state=(np.float32, (4,)))))
     env = rl.GymVectorEnv("CartPole-v1", num_envs=4, seed=0)
-    ResumableExperiment(agent, env, rl.StopAfterNSteps(100, progress=False),
-                        Checkpoint(30, tmp_path, keep_last=5, keep_best=False)).run()
+    ResumableExperiment(agent, env, rl.StopAfterNSteps(100, progress=False), None,
+                        checkpoints=CheckpointSchedule(30, tmp_path, keep_last=5,
+                                                       keep_best=False)).run()
     assert _steps(tmp_path) == ["step-000000032", "step-000000060", "step-000000092",
                                 "step-000000100"]
     assert read_manifest(tmp_path / "step-000000100")["summary"]["num_envs"] == 4
 
 
-def test_a_checkpoint_outside_a_resumable_experiment_says_what_to_use(tmp_path):
+def test_the_deprecated_checkpoint_hook_still_saves_and_says_what_to_use(tmp_path):
+    with pytest.warns(DeprecationWarning, match="checkpoints=stagerl.checkpoints."
+                                                "CheckpointSchedule"):
+        hook = rl.TotalRewardPerEpisode() + Checkpoint(20, tmp_path / "old", keep_last=2)
+    experiment = ResumableExperiment(_agent(), rl.RandomWalk1D(),
+                                     rl.StopAfterNSteps(50, progress=False), hook)
+    # taken out of the hooks; the experiment's own recorder of training returns added
+    assert [type(m).__name__ for m in experiment.hook] == ["TotalRewardPerEpisode",
+                                                           "RecentReturns"]
+    experiment.run()
+    assert _steps(tmp_path / "old") == ["best", "step-000000040", "step-000000050"]
+    with pytest.warns(DeprecationWarning):
+        hook = Checkpoint(2, tmp_path / "plain")
     with pytest.raises(ValueError, match="build a stagerl.checkpoints.ResumableExperiment"):
-        rl.run(_agent(), rl.RandomWalk1D(), rl.StopAfterNSteps(5, progress=False),
-               Checkpoint(2, tmp_path))
-    assert not any(tmp_path.iterdir())
+        rl.run(_agent(), rl.RandomWalk1D(), rl.StopAfterNSteps(5, progress=False), hook)
+    assert not (tmp_path / "plain").exists()
 
 
 @pytest.mark.parametrize("kwargs, error", [
     ({"every_n_steps": 0}, ValueError), ({"every_n_steps": 5, "keep_last": 0}, ValueError),
     ({"every_n_steps": 5, "directory": 3}, TypeError),
     ({"every_n_steps": 5, "keep_best": "yes"}, TypeError),
+    ({"every_n_steps": 5, "recent_episodes": -1}, ValueError),
+    ({"every_n_steps": 5, "directory": ""}, ValueError),
+    ({"every_n_steps": 2.5}, TypeError),
 ])
 def test_bad_checkpoint_settings_are_refused_at_construction(kwargs, error):
     with pytest.raises(error):
-        Checkpoint(**kwargs)
+        CheckpointSchedule(**kwargs)
 
 
 def test_resuming_from_an_earlier_checkpoint_replaces_the_later_ones(tmp_path):
     ResumableExperiment(_agent(), rl.RandomWalk1D(), rl.StopAfterNSteps(60, progress=False),
-                        Checkpoint(20, tmp_path, keep_best=False)).run()
+                        None, checkpoints=CheckpointSchedule(20, tmp_path,
+                                                             keep_best=False)).run()
     assert _steps(tmp_path) == ["step-000000020", "step-000000040", "step-000000060"]
     resume(tmp_path / "step-000000020").run()
     assert _steps(tmp_path) == ["step-000000020", "step-000000040", "step-000000060"]
@@ -207,7 +226,7 @@ def test_resuming_from_an_earlier_checkpoint_replaces_the_later_ones(tmp_path):
 
 def test_resume_continues_to_more_steps_or_another_stop_condition(tmp_path):
     ResumableExperiment(_agent(), rl.RandomWalk1D(), rl.StopAfterNSteps(40, progress=False),
-                        rl.StepsPerEpisode() + Checkpoint(100, tmp_path)).run()
+                        rl.StepsPerEpisode(), checkpoints=CheckpointSchedule(100, tmp_path)).run()
     longer = resume(tmp_path, steps=90)
     longer.run()
     assert longer.stop_condition.step == 90
@@ -225,9 +244,10 @@ def test_resume_continues_to_more_steps_or_another_stop_condition(tmp_path):
 
 
 def test_ctrl_c_writes_a_checkpoint_at_the_end_of_the_step_and_stops(tmp_path):
-    hook = resume_runs.CtrlCAt(at=17) + Checkpoint(100, tmp_path) + rl.StepsPerEpisode()
+    hook = resume_runs.CtrlCAt(at=17) + rl.StepsPerEpisode()
     experiment = ResumableExperiment(_agent(), rl.RandomWalk1D(),
-                                     rl.StopAfterNSteps(50, progress=False), hook)
+                                     rl.StopAfterNSteps(50, progress=False), hook,
+                                     checkpoints=CheckpointSchedule(100, tmp_path))
     before = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
         experiment.run()
@@ -246,7 +266,8 @@ def test_an_uninterrupted_run_with_checkpoints_is_the_run_without(tmp_path):
     agent = _agent()
     experiment = ResumableExperiment(agent, rl.RandomWalk1D(),
                                      rl.StopAfterNSteps(300, progress=False),
-                                     rl.TotalRewardPerEpisode() + Checkpoint(7, tmp_path))
+                                     rl.TotalRewardPerEpisode(),
+                                     checkpoints=CheckpointSchedule(7, tmp_path))
     experiment.run()
     assert experiment.hook[0].rewards == plain.rewards
     assert np.array_equal(agent.policy.learner.approximator.table,
@@ -255,7 +276,7 @@ def test_an_uninterrupted_run_with_checkpoints_is_the_run_without(tmp_path):
 
 def test_load_gives_the_agent_of_an_experiment_checkpoint(tmp_path):
     ResumableExperiment(_agent(), rl.RandomWalk1D(), rl.StopAfterNSteps(30, progress=False),
-                        Checkpoint(10, tmp_path / "checkpoints")).run()
+                        None, checkpoints=CheckpointSchedule(10, tmp_path / "checkpoints")).run()
     agent = load(tmp_path)  # a log directory: its checkpoints/, the newest
     assert isinstance(agent, rl.Agent) and rl.evaluate(agent, rl.RandomWalk1D(), 2, 50)
 
@@ -271,8 +292,8 @@ def _differences(a: dict, b: dict) -> list[str]:
 
 def _checkpoint_is_mid_run(name: str, path: Path) -> None:
     experiment = resume(path, restore_globals=False)
-    env, tracker = experiment.env, experiment.checkpoints[0].tracker
-    assert experiment.checkpoints[0].env_step == resume_runs.SETUPS[name]["k"]
+    env, tracker = experiment.env, experiment.hook[0].tracker  # TotalRewardPerEpisode's
+    assert experiment.checkpoints.env_step == resume_runs.SETUPS[name]["k"]
     if isinstance(env, rl.VectorEnv):  # sub-envs mid-episode (and a rollout partly collected)
         assert (np.asarray(tracker.running_length) > 0).any()
         n_steps = getattr(experiment.policy.policy.config, "n_steps", None)
@@ -339,7 +360,8 @@ def test_an_experiment_saves_itself_only_where_it_continues_exactly(tmp_path):
     experiment.run()
     with pytest.raises(RuntimeError, match="only from the point of the loop"):
         experiment.save(tmp_path / "now")
-    with pytest.raises(TypeError, match="give its hook a stagerl.checkpoints.Checkpoint"):
+    with pytest.raises(TypeError, match="pass it checkpoints=stagerl.checkpoints."
+                                        "CheckpointSchedule"):
         save(experiment, tmp_path / "now")
     assert not any(tmp_path.iterdir())
 
@@ -359,10 +381,10 @@ def test_a_run_with_the_command_lines_hooks_resumes_with_its_logs(tmp_path, monk
     def experiment(logdir, interrupt_at):
         prepared = runner.prepare("tabular-q-random-walk", steps=400, seed=3, device="cpu",
                                   logdir=logdir, progress=False, tensorboard=False)
-        hook = rl.ComposedHook(*runner.default_hooks(prepared), resume_runs.CtrlCAt(interrupt_at),
-                               Checkpoint(1000, logdir / "checkpoints"))
+        hook = rl.ComposedHook(*runner.default_hooks(prepared), resume_runs.CtrlCAt(interrupt_at))
         return ResumableExperiment(prepared.agent, prepared.env,
                                    rl.StopAfterNSteps(400, progress=False), hook,
+                                   checkpoints=CheckpointSchedule(1000, logdir / "checkpoints"),
                                    info={"experiment": "tabular-q-random-walk", "seed": 3})
 
     whole = experiment(tmp_path / "whole", -1).run()

@@ -20,9 +20,10 @@ from stagerl.checkpoints.graph import encode
 from stagerl.checkpoints.rebuild import rebuild
 
 
-@register
+@register(state=("a", "b", "array", "same_array", "me", "x", "f", "file", "loss"))
 class Holder:
-    """A registered test class that holds whatever it is given."""
+    """A registered test class that holds what it is given (its attributes are set from
+    keywords, so it declares their names when it registers)."""
 
     def __init__(self, **values):
         self.__dict__.update(values)

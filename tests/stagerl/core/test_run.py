@@ -5,12 +5,16 @@ Test-only envs, policies and hooks record every call into one shared log.
 
 from __future__ import annotations
 
+import re
+import textwrap
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import stagerl as rl
+import stagerl.core.run as run_module
 from stagerl.core import stage_calls
 
 # ---- scripted components -------------------------------------------------------------------
@@ -415,38 +419,30 @@ def test_a_gymnasium_env_or_a_non_policy_is_refused_with_the_fix():
 # ---- the resolved loop makes exactly the calls of the plain one ---------------------------
 
 
-def plain_run(policy, env, stop_condition, hook, reset_condition):
-    """The loop of docs/loop.md written out with a plum call for every call (the reference)."""
-    S = rl
-    rl.push(hook, S.PreExperimentStage(), policy, env)
-    rl.push(policy, S.PreExperimentStage(), env)
-    stop = False
-    try:
-        while not stop:
-            env.reset()
-            rl.push(policy, S.PreEpisodeStage(), env)
-            rl.optimise(policy, S.PreEpisodeStage())
-            rl.push(hook, S.PreEpisodeStage(), policy, env)
-            while not reset_condition.check(policy, env):
-                rl.push(policy, S.PreActStage(), env)
-                rl.optimise(policy, S.PreActStage())
-                rl.push(hook, S.PreActStage(), policy, env)
-                action = rl.plan(policy, env)
-                env.act(action)
-                env.last_action = action
-                rl.push(policy, S.PostActStage(), env, action)
-                rl.optimise(policy, S.PostActStage())
-                rl.push(hook, S.PostActStage(), policy, env)
-                if stop_condition.check(policy, env):
-                    stop = True
-                    break
-            rl.push(policy, S.PostEpisodeStage(), env)
-            rl.optimise(policy, S.PostEpisodeStage())
-            rl.push(hook, S.PostEpisodeStage(), policy, env)
-    finally:
-        rl.push(policy, S.PostExperimentStage(), env)
-        rl.push(hook, S.PostExperimentStage(), policy, env)
-    return hook
+def plain_loop_source() -> str:
+    """The plain loop written out in the docstring of stagerl/core/run.py."""
+    block = run_module.__doc__.split("::\n\n", 1)[1]
+    block = block[: block.index("        return hook") + len("        return hook")]
+    return textwrap.dedent(block) + "\n"
+
+
+def _plain_run():
+    namespace = {"push": rl.push, "plan": rl.plan, "optimise": rl.optimise}
+    namespace.update({name: getattr(rl, name) for name in (
+        "PreExperimentStage", "PreEpisodeStage", "PreActStage", "PostActStage",
+        "PostEpisodeStage", "PostExperimentStage")})
+    exec(compile(plain_loop_source(), run_module.__file__, "exec"), namespace)
+    return namespace["plain_run"]
+
+
+#: The reference: the loop of stagerl/core/run.py's docstring, every call a plum call.
+plain_run = _plain_run()
+
+
+def test_docs_loop_md_prints_the_plain_loop_of_run_py():
+    page = (Path(__file__).resolve().parents[3] / "docs" / "loop.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+    assert blocks[0] == plain_loop_source()
 
 
 class SparsePolicy(rl.Policy):
@@ -763,3 +759,118 @@ def test_a_zero_dimensional_tensor_is_an_action():
 
     vector.act(t.tensor([1, 0]))
     assert vector.state.shape == (2, 4)
+
+
+# ---- after_step, start_at and describe -------------------------------------------------------
+
+
+def test_after_step_callbacks_run_after_every_stop_check_in_order():
+    log = []
+    stop = RecordingStop(5, log)
+    parts = (RecordingPolicy(log), CountingEnv(log, length=3), stop, RecordingHook(log),
+             RecordingReset(log))
+    calls = [lambda stopped: log.append(("after_step a", stopped)),
+             lambda stopped: log.append(("after_step b", stopped))]
+    rl.Experiment(*parts, after_step=calls).run()
+    checks = [i for i, entry in enumerate(log) if entry == ("stop.check",)]
+    assert len(checks) == 5
+    for n, i in enumerate(checks):
+        last = n == 4
+        assert log[i + 1: i + 3] == [("after_step a", last), ("after_step b", last)]
+    plain = []
+    plain_run(RecordingPolicy(plain), CountingEnv(plain, length=3), RecordingStop(5, plain),
+              RecordingHook(plain), RecordingReset(plain))
+    assert [e for e in log if not e[0].startswith("after_step")] == plain
+
+
+@pytest.mark.parametrize("after_step, words", [
+    (print, ["a list of callables", "[f]"]),
+    ([3], ["holds 3, which is not callable"]),
+    (5, ["a list of callables f(stop), got 5"]),
+])
+def test_bad_after_step_callbacks_are_refused_before_anything_runs(after_step, words):
+    log = []
+    with pytest.raises(TypeError) as caught:
+        rl.Experiment(RecordingPolicy(log), CountingEnv(log), None, None, after_step=after_step)
+    assert all(word in str(caught.value) for word in words) and log == []
+
+
+def test_start_at_a_step_end_continues_the_episode_without_a_reset():
+    whole = []
+    plain_run(RecordingPolicy(whole), CountingEnv(whole, length=3), RecordingStop(5, whole),
+              RecordingHook(whole), RecordingReset(whole))
+    # The same run, cut after the stop check of step 2 (mid-episode): the parts carry on.
+    log = []
+    env = CountingEnv(log, length=3)
+    parts = (RecordingPolicy(log), env, RecordingStop(2, log), RecordingHook(log),
+             RecordingReset(log))
+    experiment = rl.Experiment(*parts)
+    experiment.run()
+    cut = log.index(("stop.check",), log.index(("stop.check",)) + 1) + 1
+    assert log[:cut] == whole[:cut] and env.t == 2
+    del log[:]
+    experiment.stop_condition = RecordingStop(5, log)
+    experiment.stop_condition.step = 2
+    experiment.run(start_at=run_module.StepEnd(stopped=False))
+    first_act = next(i for i, entry in enumerate(log) if entry[0] == "env.act")
+    assert ("env.reset",) not in log[:first_act]
+    start = [("push hook", "PreExperiment"), ("push policy", "PreExperiment")]
+    assert log == start + whole[cut:]
+    assert not hasattr(rl.Experiment, "position")
+
+
+def test_start_at_a_stopped_step_end_ends_the_episode_at_once():
+    log = []
+    experiment = rl.Experiment(RecordingPolicy(log), CountingEnv(log, length=3),
+                               RecordingStop(2, log), RecordingHook(log), RecordingReset(log))
+    experiment.run(start_at=run_module.StepEnd(stopped=True))
+    assert [e for e in log if e[0] in ("env.act", "env.reset", "stop.check")] == []
+    assert ("push hook", "PostEpisode") in log
+    with pytest.raises(TypeError, match="start_at must be None or a StepEnd"):
+        experiment.run(start_at={"stopped": True})
+
+
+def test_describe_lists_the_method_each_stage_resolves_to_with_its_file_and_line():
+    agent = rl.Agent(rl.RandomPolicy(rng=0),
+                     rl.Trajectory(rl.CircularArraySARTSTraces(capacity=8)))
+    experiment = rl.Experiment(agent, rl.RandomWalk1D(), None,
+                               rl.StepsPerEpisode() + RecordingHook([]))
+    text = experiment.describe()
+    lines = text.splitlines()
+    assert lines[0] == "Experiment(Agent, RandomWalk1D, hook StepsPerEpisode + RecordingHook):"
+    stages = [line.strip() for line in lines if not line.startswith("    ")]
+    assert stages[1:] == ["PreEpisode:", "PreAct:", "plan:", "PostAct:", "PostEpisode:"]
+    def line_of(path, name):
+        text = Path(path).read_text().splitlines()
+        return next(i + 1 for i, t in enumerate(text) if t.startswith(f"def {name}("))
+
+    line = line_of(Path(rl.__file__).parent / "policies" / "agent.py", "_push_agent_pre_episode")
+    expected = ("    push(Agent, PreEpisode, RandomWalk1D) -> _push_agent_pre_episode "
+                f"(stagerl/policies/agent.py:{line})")
+    assert lines[2] == expected
+    recording = [line for line in lines if "RecordingHook, PostAct" in line]
+    hook_line = line_of(__file__, "_push_recording_hook")
+    assert recording == [f"    push(RecordingHook, PostAct, Agent, RandomWalk1D) -> "
+                         f"_push_recording_hook (tests/stagerl/core/test_run.py:{hook_line})"]
+    assert "plan(RandomPolicy, RandomWalk1D) -> _plan_random_policy" in text
+    assert repr(stage_calls.StageCalls(agent, experiment.env, experiment.hook)).splitlines()[
+        1:] == lines[1:]
+
+
+def test_the_snippets_of_docs_loop_md_run(capsys, monkeypatch):
+    monkeypatch.setenv("CI", "1")
+    page = Path(__file__).resolve().parents[3] / "docs" / "loop.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.DOTALL)
+    namespace = {"__name__": "docs"}
+    for block in blocks[1:]:  # the first is the plain loop (the reference above)
+        exec(compile(block, str(page), "exec", dont_inherit=True), namespace)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "[False, False, True]"
+    line = next(i + 1 for i, t in enumerate(
+        (Path(rl.__file__).parent / "policies" / "agent.py").read_text().splitlines())
+        if t.startswith("def _push_agent_pre_episode("))
+    described = ['Experiment(Agent, RandomWalk1D, hook TotalRewardPerEpisode):', '  PreEpisode:',
+                 '    push(Agent, PreEpisode, RandomWalk1D) -> _push_agent_pre_episode '
+                 f'(stagerl/policies/agent.py:{line})']
+    assert out[1] == repr(described)
+    assert len(blocks) == 3

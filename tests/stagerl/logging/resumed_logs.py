@@ -2,7 +2,7 @@
 
 A run: ``rl.RandomPolicy`` on ``RandomWalk1D`` (``"single"``) or on a CartPole vector env of 3
 sub-envs (``"vector"``), with every logger hook (CSV, TensorBoard, the learning curve, the
-evaluations, a progress bar, summary lines) and a ``Checkpoint`` every ``k`` env steps.
+evaluations, a progress bar, summary lines), checkpointed every ``k`` env steps.
 
 As a script (``python resumed_logs.py first|resumed DIR SETUP``):
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import stagerl as rl
-from stagerl.checkpoints import Checkpoint, ResumableExperiment, register, resume
+from stagerl.checkpoints import CheckpointSchedule, ResumableExperiment, register, resume
 from stagerl.logging import (
     ConsoleSummary,
     CSVLogger,
@@ -85,11 +85,12 @@ def experiment(setup: str, logdir: Path, *, steps: int | None = None,
         PlotLearningCurve(logdir / "learning_curve.png", window=5),
         ProgressBar(total=steps),
         ConsoleSummary(every_n_steps=config["eval_every"], total=steps, file=console_file),
-        Checkpoint(config["k"], logdir / "checkpoints", at_end=False),
         kill or KillAt(at=0, wait_at=0),
     ]
     return ResumableExperiment(rl.RandomPolicy(rng=0), env,
-                               rl.StopAfterNSteps(steps, progress=False), rl.ComposedHook(*hooks))
+                               rl.StopAfterNSteps(steps, progress=False), rl.ComposedHook(*hooks),
+                               checkpoints=CheckpointSchedule(config["k"], logdir / "checkpoints",
+                                                              at_end=False))
 
 
 def records(run: ResumableExperiment) -> dict:

@@ -91,14 +91,14 @@ def test_progress_bar_and_console_summary_continue_counting_after_a_resume(tmp_p
     import re
     import sys
 
-    from stagerl.checkpoints import Checkpoint, ResumableExperiment, resume
+    from stagerl.checkpoints import CheckpointSchedule, ResumableExperiment, resume
 
     monkeypatch.delenv("CI", raising=False)  # the bar is drawn: its tqdm is left out of saves
     bar, summary = ProgressBar(total=40), ConsoleSummary(every_n_steps=10, total=40,
                                                          file=sys.stderr)
     ResumableExperiment(rl.RandomPolicy(rng=0), rl.RandomWalk1D(),
                         rl.StopAfterNSteps(40, progress=False),
-                        bar + summary + Checkpoint(20, tmp_path)).run()
+                        bar + summary, checkpoints=CheckpointSchedule(20, tmp_path)).run()
     def summary_lines(text):  # the summary lines without their speed, among the bar's
         return [re.sub(r" \| [\d,]+ steps/s", "", found) for found in
                 re.findall(r"(?:done: )?env steps [^\n\r]*", text)]

@@ -125,12 +125,13 @@ def test_bad_arguments_are_refused(tmp_path):
 
 
 def test_an_experiment_with_a_tensorboard_logger_saves_and_resumes(tmp_path):
-    from stagerl.checkpoints import Checkpoint, ResumableExperiment, resume
+    from stagerl.checkpoints import CheckpointSchedule, ResumableExperiment, resume
 
     def experiment(logdir):
         return ResumableExperiment(rl.RandomPolicy(rng=0), rl.RandomWalk1D(),
                                    rl.StopAfterNSteps(60, progress=False),
-                                   TensorBoardLogger(logdir) + Checkpoint(25, logdir / "ck"))
+                                   TensorBoardLogger(logdir),
+                                   checkpoints=CheckpointSchedule(25, logdir / "ck"))
 
     whole = experiment(tmp_path / "whole").run().hook[0]
     experiment(tmp_path / "resumed").run()
