@@ -289,7 +289,8 @@ class LanedEpisodesBuffer:
         return out
 
     def push(self, *, episode_start=None, lanes=None, restart=False, **row) -> None:
-        """Push one value per lane (``_push_row`` returns how many lanes got a full step).
+        """Push one value per lane (``push_function(keys)(row)`` returns how many lanes got a
+        full step).
 
         Args:
             episode_start: lanes (bool mask or indices) where a new episode starts: they get
