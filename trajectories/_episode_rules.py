@@ -26,7 +26,8 @@ A push moves to ``STARTED`` (partial), ``STEPPING`` (full) or ``COMPLETED`` (com
 ``KEPT`` is where ``clear(keep_running_episodes=True)`` leaves a running episode: only its
 newest state is kept, as the first state of whatever comes next. A step continues the episode
 from it; a new episode's first state replaces it (the episode had ended at that state, which
-the buffer cannot know: a time limit leaves no trace in the stored rows).
+the buffer cannot know: a time limit leaves no trace in the stored rows). An episode whose last
+row awaits its ``next_action`` keeps that row too and stays ``STEPPING``.
 """
 
 from __future__ import annotations

@@ -343,20 +343,25 @@ class EpisodesBuffer:
         """Remove every row.
 
         With ``keep_running_episodes=True`` a running episode (one with a first state that was
-        not completed) keeps its newest state, as the first state of what comes next: a step
-        continues the episode from it, a partial push (a new episode) replaces it. An
-        on-policy learner clears this way after each rollout while the env's episode goes on.
+        not completed) keeps its newest state as the first state of what comes next: a step
+        continues the episode from it, a partial push (a new episode) replaces it. In layouts
+        with ``next_action`` the episode's last row, still waiting for its next action, stays
+        too, so that it is completed and read once, after the clear. An on-policy learner
+        clears this way after each rollout while the env's episodes go on.
         """
+        meta = self._meta
         if keep_running_episodes and self._multiplexed and self._phase >= STEP_PHASES_FROM:
-            meta = self._meta
-            while meta.n > 1:
+            waiting = self._completion is not None and self._phase == STEPPING
+            while meta.n > 1 + waiting:
                 self.popleft()  # through the traces' own popleft: wrappers follow
             meta.clear()
-            meta.append(1, 0)  # the kept state: step 1, no row leaves it yet
-            self._phase = KEPT
+            meta.append(1, 0)  # the kept state: step 1 (a new start for this buffer)
+            if waiting:
+                meta.append(2, 0)  # and the state its waiting row leads to
+            self._phase = STEPPING if waiting else KEPT
             return
         self.traces.clear()
-        self._meta.clear()
+        meta.clear()
         self._phase = EMPTY
 
     def __repr__(self) -> str:

@@ -67,7 +67,7 @@ class Traces:
         (2, array([1, 2, 3]), {'a': np.int64(1), 'b': np.float32(0.5)})
         >>> t[0:2]["b"]
         array([0.5, 1.5], dtype=float32)
-        >>> (t + MultiplexTraces("s", "s2", [])).keys()
+        >>> (t + MultiplexTraces("s", "s2", CircularArrayBuffer(4))).keys()
         ('a', 'b', 's', 's2')
     """
 
@@ -96,7 +96,24 @@ class Traces:
             for off, name in enumerate(slot):
                 self._where[name] = (i, buf, off)
         self._leaders = tuple(b for b, m in zip(self._bufs, self._mux, strict=True) if m)
+        self._check_plain_capacities()
         self._clear_plans()
+
+    def _check_plain_capacities(self):
+        # A plain column holds one frame less than the states (SARTSA: than the states too, a
+        # row waiting for its next action included). A smaller ring would drop its oldest frame
+        # on its own, before the lockstep, and pair values of different rows: refuse it.
+        if not self._leaders:
+            return
+        need = max(b.capacity for b in self._leaders) - 1
+        for slot, buf, mux in zip(self.slots, self._bufs, self._mux, strict=True):
+            if not mux and buf.capacity < need:
+                size = "an unbounded buffer" if math.isinf(need) else \
+                    f"a ring of at least {need} frames"
+                raise ValueError(
+                    f"trace {slot[0]!r} holds {buf.capacity} frames but the multiplexed traces "
+                    f"hold up to {need + 1}: its rows would misalign once it wraps; give it "
+                    f"{size} (a preset's extra= sizes added traces for you)")
 
     def _clear_plans(self):
         # Write plans per key set, compiled code among them: caches, rebuilt when needed.

@@ -175,8 +175,10 @@ class Trajectory:
         With ``keep_running_episodes=True`` every episode still running (in every lane of a
         laned trajectory) keeps its newest state as the first state of what comes next: the
         next step continues the episode from it, and a push that starts a new episode there
-        (``episode_start``, or a partial push) replaces it. That is how an on-policy learner
-        starts a fresh rollout while the env's episodes go on (see ``docs/trajectories.md``)."""
+        (``episode_start``, or a partial push) replaces it. In SARTSA layouts the row still
+        waiting for its next action stays too, to be completed and sampled after the clear.
+        That is how an on-policy learner starts a fresh rollout while the env's episodes go on
+        (see ``docs/trajectories.md``)."""
         self.container.clear(keep_running_episodes=keep_running_episodes)
 
     def __iter__(self):

@@ -62,20 +62,30 @@ def running(layout, steps=8):
     return played(layout, [state_of(layout, 0)] + [step_of(layout, t) for t in range(1, steps)])
 
 
+def completes(layout):
+    return "next_action" in LAYOUTS[layout]().keys()
+
+
+WITHOUT_COMPLETION = [layout for layout in LAYOUTS if not completes(layout)]
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_a_step_after_the_clear_continues_from_the_kept_state(layout):
     eb = running(layout)
     eb.clear(keep_running_episodes=True)
-    assert len(eb) == 0 and eb.n_sampleable == 0 and eb.step_numbers.tolist() == [1]
+    assert len(eb) == 0 and eb.n_sampleable == 0
     eb.push(**step_of(layout, 8))
     eb.push(**step_of(layout, 9))
-    # exactly as a fresh buffer given the kept state as an episode's first state
-    fresh = played(layout, [state_of(layout, 7), step_of(layout, 8), step_of(layout, 9)])
+    # exactly as a fresh buffer given the kept state as an episode's first state (SARTSA: the
+    # state before it and the row awaiting the next action too)
+    kept = [state_of(layout, 6), step_of(layout, 7)] if completes(layout) else \
+        [state_of(layout, 7)]
+    fresh = played(layout, [*kept, step_of(layout, 8), step_of(layout, 9)])
     assert contents(eb) == contents(fresh)
-    assert eb["state"][0].tolist() == [7.0, -7.0] and eb.step_numbers.tolist() == [1, 2, 3]
+    assert eb["state"][0].tolist() == kept[0]["state"].tolist()
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", WITHOUT_COMPLETION)
 def test_a_new_episode_after_the_clear_replaces_the_kept_state(layout):
     eb = running(layout)
     eb.clear(keep_running_episodes=True)
@@ -102,15 +112,20 @@ def test_a_completed_episode_is_not_kept():
         eb.push(**step_of("sartsa", 2))
 
 
-def test_a_sartsa_episode_awaiting_its_next_action_keeps_only_its_state():
-    eb = running("sartsa", steps=4)
+@pytest.mark.parametrize("layout", ["sartsa", "slart"])
+def test_a_row_awaiting_its_next_action_is_kept_to_be_completed_after_the_clear(layout):
+    eb = running(layout, steps=4)  # states 0..3; row 2 -> 3 awaits the action taken at 3
     eb.clear(keep_running_episodes=True)
-    with pytest.raises(ValueError, match="no step was pushed"):  # its last row went
-        eb.push(next_action=1)
-    eb.push(**step_of("sartsa", 4))
-    eb.push(**step_of("sartsa", 5))
-    assert len(eb) == 1 and eb[0]["state"].tolist() == [3.0, -3.0]
-    assert eb[0]["next_action"] == 5 % 3 and eb.step_numbers.tolist() == [1, 2, 3]
+    assert len(eb) == 0 and eb.step_numbers.tolist() == [1, 2]
+    eb.push(**step_of(layout, 4))
+    assert contents(eb) == contents(played(layout, [state_of(layout, 2), step_of(layout, 3),
+                                                    step_of(layout, 4)]))
+    assert eb[0]["state"].tolist() == [2.0, -2.0] and eb[0]["next_action"] == 4 % 3
+    eb.clear(keep_running_episodes=True)
+    eb.push(next_action=2)  # the completion of the kept row
+    assert eb[0]["state"].tolist() == [3.0, -3.0] and eb[0]["next_action"] == 2
+    eb.clear(keep_running_episodes=True)  # completed: nothing is kept
+    assert np.asarray(eb.traces._bufs[0]).size == 0
 
 
 @pytest.mark.parametrize("layout", ["sarts", "sartsa"])
@@ -125,7 +140,7 @@ def test_an_empty_buffer_and_plain_clear_stay_empty(layout):
         eb.push(**step_of(layout, 1))
 
 
-@pytest.mark.parametrize("layout", ["sarts", "sartsa", "prioritized"])
+@pytest.mark.parametrize("layout", ["sarts", "prioritized", "normalized"])
 def test_a_kept_state_pops_and_survives_a_bad_push(layout):
     eb = running(layout)
     eb.clear(keep_running_episodes=True)
