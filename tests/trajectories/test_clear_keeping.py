@@ -253,3 +253,38 @@ def test_a_trajectory_clear_keeps_its_controllers_counts_and_lanes():
     single.clear()
     with pytest.raises(ValueError, match="empty buffer"):
         single.push(state=2, action=0, reward=0.0, terminal=False)
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+@pytest.mark.parametrize("storage", ["rings", "per_lane", "single"])
+def test_a_copy_made_after_a_kept_clear_goes_on_as_the_original(storage, how):
+    import copy
+    import pickle
+
+    copies = {"pickle": lambda x: pickle.loads(pickle.dumps(x)), "deepcopy": copy.deepcopy}
+    if storage == "single":
+        t = Trajectory(CircularArraySARTSTraces(capacity=8, state=(np.int64, (2,))))
+        t.push(state=[0, 0])
+        t.push(state=[1, 0], action=0, reward=0.0, terminal=False)
+        t.clear(keep_running_episodes=True)
+        pushes = [dict(state=[5, 0]), dict(state=[6, 0], action=1, reward=1.0, terminal=False)]
+    else:
+        traces = laned_sarts() if storage == "rings" else CircularArraySARTSATraces(
+            capacity=24, state=(np.int64, (2,)))
+        t = Trajectory(traces, n_lanes=3)
+        state, rest = lane_pushes(0)
+        t.push(state=state)
+        t.push(state=lane_pushes(1)[0], **rest)
+        t.clear(keep_running_episodes=True)
+        pushes = [dict(state=lane_pushes(t_)[0], **rest,
+                       episode_start=np.array([False, t_ == 2, False])) for t_ in (2, 3)]
+        if storage == "per_lane":  # SARTSA: lane 1's kept row is completed before it restarts
+            pushes.insert(0, dict(next_action=np.ones(3, dtype=np.int64),
+                                  lanes=np.array([False, True, False])))
+    twin = copies[how](t)
+    for tr in (t, twin):
+        for p in pushes:
+            tr.push(**p)
+    assert {k: twin[k].tolist() for k in t.keys()} == {k: t[k].tolist() for k in t.keys()}
+    assert twin.container.sampleable_inds.tolist() == t.container.sampleable_inds.tolist()
+    assert twin.controller.n_inserted == t.controller.n_inserted > 0
