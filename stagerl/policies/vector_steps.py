@@ -84,18 +84,15 @@ def record_vector_step(agent: Any, env: Any, action: Any, extra: dict) -> None:
     if agent._stores_legal_mask and "legal_actions_mask" not in extra:
         extra["legal_actions_mask"] = legal_actions_mask(env)
     start = env.episode_start
-    restarted = env.any_episode_start  # most acts start no episode: no mask to pass then
+    restarted = env.any_episode_start
     if env.autoreset_mode is AutoresetMode.NEXT_STEP:
         if agent._completes_with_next_action and restarted:
             # The reset-only act's action was planned at the final state of the lane's episode.
             trajectory.push(next_action=action, lanes=start)
+        if restarted:  # most acts start no episode: no mask to pass then
+            extra["episode_start"] = start
         trajectory.push(
-            state=env.state,
-            action=action,
-            reward=env.reward,
-            terminal=env.is_terminated,
-            episode_start=start if restarted else None,
-            **extra,
+            state=env.state, action=action, reward=env.reward, terminal=env.is_terminated, **extra
         )
         return
     trajectory.push(

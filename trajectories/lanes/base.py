@@ -23,8 +23,8 @@ one `EpisodesBuffer` per lane for any other layout (`trajectories.lanes.per_lane
 `trajectories.lanes.lane_storage`). See ``docs/trajectories.md`` (Lanes).
 
 A push reaches a storage through `LanedEpisodesBuffer.push_function` (one function per set of
-pushed names, kept here), which reads the lane controls (``episode_start``, ``lanes``,
-``restart``) off the row and calls the storage's ``_push_row``.
+pushed names, kept here): the storage's ``_push_row`` bound to the `KeySet` of those names, which
+reads the lane controls (``episode_start``, ``lanes``, ``restart``) off the row when it has them.
 """
 
 from __future__ import annotations
@@ -41,11 +41,19 @@ from trajectories.episodes import EpisodesBuffer
 from trajectories.normalization import NormalizedTraces
 from trajectories.prioritized import CircularPrioritizedTraces
 
-__all__ = ["LanedEpisodesBuffer", "KeySet"]
+__all__ = ["LanedEpisodesBuffer", "KeySet", "lane_controls", "NO_CONTROLS"]
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 # Names a laned push may carry besides the traces: they say which lanes get what.
 _CONTROLS = frozenset(("episode_start", "lanes", "restart"))
+
+
+def lane_controls(row: dict) -> tuple:
+    """``(episode_start, lanes, restart)`` of a laned push (see `LanedEpisodesBuffer.push`)."""
+    return row.get("episode_start"), row.get("lanes"), row.get("restart", False)
+
+
+NO_CONTROLS = (None, None, False)  # a push that names no lane control: every lane, a step
 
 
 class KeySet:
@@ -215,26 +223,21 @@ class LanedEpisodesBuffer:
         if fn is None:
             names = tuple(k for k in keys if k not in _CONTROLS)
             key_set = KeySet(names, self._classify(names), len(names) != len(keys))
-            fn = partial(self._push_keyed, key_set)
+            fn = partial(self._push_row, key_set)
             if len(self._push_functions) < 64:
                 self._push_functions[keys] = fn
         return fn
 
-    def _push_keyed(self, key_set: KeySet, row: dict) -> int:
-        if key_set.controls:
-            return self._push_row(key_set, row, row.get("episode_start"), row.get("lanes"),
-                                  row.get("restart", False))
-        return self._push_row(key_set, row, None, None, False)
-
-    def _push_row(self, key_set: KeySet, row: dict, episode_start, lanes, restart) -> int:
+    def _push_row(self, key_set: KeySet, row: dict) -> int:
+        """Push ``row`` (the names of ``key_set``, and the lane controls if it has them; see
+        `lane_controls`); returns the number of lanes that got a full step."""
         raise NotImplementedError  # each storage writes its own way
 
     def inserted(self, step: dict):
         """The values of ``step`` (a push's names and values) for the lanes the push gave a
         step: what a controller's ``on_insert`` reads (most controllers only count)."""
-        if not _CONTROLS.isdisjoint(step):
-            step = {k: v for k, v in step.items() if k not in _CONTROLS}
-        return step if self.last_full is None else _StepsOnly(step, self.last_full)
+        full = self.last_full
+        return step if full is None else _StepsOnly(step, full)
 
     def _frame(self, name: str) -> tuple:
         """``(dtype, frame shape, dtypes stored exactly)`` of a trace."""
@@ -326,7 +329,7 @@ class LanedEpisodesBuffer:
 
 class _StepsOnly(Mapping):
     """The pushed values of the lanes that took a step, selected when a controller reads them
-    (most controllers only count)."""
+    (most controllers only count); the lane controls are left out."""
 
     __slots__ = ("step", "full")
 
@@ -334,13 +337,15 @@ class _StepsOnly(Mapping):
         self.step, self.full = step, full
 
     def __getitem__(self, name):
+        if name in _CONTROLS:
+            raise KeyError(name)
         return np.asarray(self.step[name])[self.full]
 
     def __iter__(self):
-        return iter(self.step)
+        return (k for k in self.step if k not in _CONTROLS)
 
     def __len__(self):
-        return len(self.step)
+        return sum(1 for _ in self)
 
 
 def _has_layer(traces, cls) -> bool:

@@ -17,7 +17,14 @@ from trajectories._casting import TraceKeyError, fast_tables
 from trajectories._episode_meta import episode_row_lists
 from trajectories._episode_rules import EMPTY, FULL, KEPT, PARTIAL, STARTED, STEPPING
 from trajectories.episodes import EpisodesBuffer
-from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer, _as_mask, _lane_traces
+from trajectories.lanes.base import (
+    _NO_ROWS,
+    NO_CONTROLS,
+    LanedEpisodesBuffer,
+    _as_mask,
+    _lane_traces,
+    lane_controls,
+)
 
 __all__ = ["PerLaneEpisodes"]
 
@@ -186,7 +193,8 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
             spec = self._frames[name] = (ref.dtype, ref.shape[1:], fast_tables(ref.dtype)[1])
         return spec
 
-    def _push_row(self, key_set, row: dict, episode_start, lanes, restart) -> int:
+    def _push_row(self, key_set, row: dict) -> int:
+        episode_start, lanes, restart = lane_controls(row) if key_set.controls else NO_CONTROLS
         n = self.n_lanes
         keys, kind = key_set.names, key_set.kind
         chosen = None if lanes is None else _as_mask(lanes, n, "lanes")

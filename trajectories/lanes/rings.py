@@ -36,7 +36,13 @@ import trajectories.lanes.ring_edits as ring_edits
 import trajectories.lanes.ring_reads as ring_reads
 from trajectories._casting import fast_tables
 from trajectories._episode_rules import EMPTY, FULL, KEPT, PARTIAL, STARTED, STEPPING
-from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer, _as_mask
+from trajectories.lanes.base import (
+    _NO_ROWS,
+    NO_CONTROLS,
+    LanedEpisodesBuffer,
+    _as_mask,
+    lane_controls,
+)
 
 __all__ = ["RingLanes"]
 
@@ -176,7 +182,8 @@ class RingLanes(LanedEpisodesBuffer):
                 raise self._rules.refusal(kind, phase, lane=int(np.flatnonzero(bad)[0]))
 
     # -- push -----------------------------------------------------------------------------------
-    def _push_row(self, key_set, row: dict, episode_start, lanes, restart) -> int:
+    def _push_row(self, key_set, row: dict) -> int:
+        episode_start, lanes, restart = lane_controls(row) if key_set.controls else NO_CONTROLS
         n = self.n_lanes
         kind = key_set.kind
         chosen = None if lanes is None else _as_mask(lanes, n, "lanes")
