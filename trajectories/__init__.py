@@ -8,7 +8,7 @@ from trajectories._casting import CastError, TraceKeyError
 from trajectories.buffers import CircularArrayBuffer, ElasticArrayBuffer
 from trajectories.controllers import EpisodeSampleRatioController, InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
-from trajectories.lanes import LanedEpisodesBuffer, split_lanes
+from trajectories.lanes.base import LanedEpisodesBuffer
 from trajectories.normalization import NormalizedTraces, Normalizer
 from trajectories.presets import (
     CircularArraySARTSATraces,
@@ -28,7 +28,7 @@ from trajectories.samplers import (
 )
 from trajectories.trace import Trace
 from trajectories.traces import MultiplexTraces, Traces
-from trajectories.trajectory import Trajectory
+from trajectories.trajectory import Trajectory, split_lanes
 
 __all__: list[str] = [
     "CastError",

@@ -18,10 +18,16 @@ Phases (where the newest episode stands) and what each kind of push needs::
     EMPTY       no (yes without    yes                              no
                 a multiplex)
     COMPLETED   no                 yes                              no
+    KEPT        yes                yes: it replaces the kept state  no
     STARTED     yes                no (an episode with no step)     no
     STEPPING    yes                yes, unless next_action is due   yes
 
 A push moves to ``STARTED`` (partial), ``STEPPING`` (full) or ``COMPLETED`` (completion).
+``KEPT`` is where ``clear(keep_running_episodes=True)`` leaves a running episode: only its
+newest state is kept, as the first state of whatever comes next. A step continues the episode
+from it; a new episode's first state replaces it (the episode had ended at that state, which
+the buffer cannot know: a time limit leaves no trace in the stored rows). An episode whose last
+row awaits its ``next_action`` keeps that row too and stays ``STEPPING``.
 """
 
 from __future__ import annotations
@@ -30,16 +36,16 @@ import numpy as np
 
 from trajectories._casting import TraceKeyError
 
-__all__ = ["PARTIAL", "FULL", "COMPLETION", "EMPTY", "COMPLETED", "STARTED", "STEPPING",
+__all__ = ["PARTIAL", "FULL", "COMPLETION", "EMPTY", "COMPLETED", "KEPT", "STARTED", "STEPPING",
            "STEP_PHASES_FROM", "classify_push", "EpisodeRules"]
 
 # Kinds of push.
 PARTIAL, FULL, COMPLETION = range(3)
-# Phases. The two from which a full step continues an episode come last, so that the common
+# Phases. The three from which a full step continues an episode come last, so that the common
 # case (a step in a running episode) is one comparison: ``phase >= STEP_PHASES_FROM``.
-EMPTY, COMPLETED, STARTED, STEPPING = range(4)
-STEP_PHASES_FROM = STARTED  # a full step is allowed in every phase from here on
-_PHASE_NAMES = ("EMPTY", "COMPLETED", "STARTED", "STEPPING")
+EMPTY, COMPLETED, KEPT, STARTED, STEPPING = range(5)
+STEP_PHASES_FROM = KEPT  # a full step is allowed in every phase from here on
+_PHASE_NAMES = ("EMPTY", "COMPLETED", "KEPT", "STARTED", "STEPPING")
 
 
 def classify_push(keys: tuple, slot_of: dict, slots: tuple, state_like: set,
@@ -89,9 +95,10 @@ final state before starting a new episode
 
     def __init__(self, multiplexed: bool, completion: str | None):
         self.multiplexed, self.completion = bool(multiplexed), completion
-        full = (not multiplexed, False, True, True)
-        partial = (True, True, False, completion is None)
-        completes = (False, False, False, completion is not None)
+        # one entry per phase: EMPTY, COMPLETED, KEPT, STARTED, STEPPING
+        full = (not multiplexed, False, True, True, True)
+        partial = (True, True, True, False, completion is None)
+        completes = (False, False, False, False, completion is not None)
         self.allowed = (partial, full, completes)  # indexed by kind: PARTIAL, FULL, COMPLETION
         self.table = np.array(self.allowed, dtype=bool)
 

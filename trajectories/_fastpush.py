@@ -6,10 +6,10 @@ benchmarks/trajectories.py measures it). So, like `dataclasses` and `namedtuple`
 the code once: for each value an inline check that numpy stores it exactly (else the checked,
 raising conversion), then, only when every value passed, the writes into the spare slots and the
 pointer moves, with the lockstep rule of `Traces`. Only rings (`CircularArrayBuffer`) get this;
-other buffers use `Traces._push`, the general path, which does the same.
+other buffers use `Traces._write`, the general path, which does the same.
 
 Measured gain: an `EpisodesBuffer` step of CartPole SARTS transitions (capacity 100k) takes
-2.09 us with these functions and 2.95 us through `Traces._push` (1.41x; SARTSA: 2.10 us and
+2.09 us with these functions and 2.95 us through `Traces._write` (1.41x; SARTSA: 2.10 us and
 3.01 us), medians of 9 interleaved rounds of 20k pushes under the timing lock.
 ``tests/trajectories/test_generated_paths.py`` runs both paths on the same layouts and inputs.
 """

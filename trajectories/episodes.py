@@ -32,13 +32,14 @@ from functools import partial
 
 import numpy as np
 
-from trajectories._episode_bulk import _BulkInsert
+from trajectories._episode_bulk import extend as extend_episodes
 from trajectories._episode_meta import EpisodeMeta
 from trajectories._episode_rules import (
     COMPLETED,
     COMPLETION,
     EMPTY,
     FULL,
+    KEPT,
     PARTIAL,
     STARTED,
     STEP_PHASES_FROM,
@@ -46,14 +47,14 @@ from trajectories._episode_rules import (
     EpisodeRules,
     classify_push,
 )
-from trajectories.traces import Traces, frame_capacity
+from trajectories.traces import Traces, frame_capacity, write_function_of
 
 __all__ = ["EpisodesBuffer"]
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
-class EpisodesBuffer(_BulkInsert):
+class EpisodesBuffer:
     """Wraps traces and tracks which rows are complete transitions inside one episode.
 
     Args:
@@ -103,7 +104,7 @@ class EpisodesBuffer(_BulkInsert):
         # Which entry a full step marks sampleable (places before the end; 0: none), from the
         # episode's second step on / before it. See _push.
         self._back_late, self._back_early = (1, 1) if self._completion is None else (2, 0)
-        self._bind()
+        self._push_functions = {}  # tuple(row keys) -> push(row), see push_function
 
     def _entries_capacity(self):
         """One metadata entry per stored state: the capacity of the states' ring (of the rows
@@ -115,65 +116,42 @@ class EpisodesBuffer(_BulkInsert):
         found = frame_capacity(self.traces, states)
         return found if found is not None else cap + 1 + (self._completion is not None)
 
-    def _bind(self):
-        """The per-key-set caches and the traces' push functions (rebuilt after unpickling)."""
-        traces = self.traces
-        self._kinds = {}     # tuple(row keys) -> kind of push
-        self._handlers = {}  # tuple(row keys) -> push handler, row -> transitions inserted
-        # Plain Traces hand out their compiled push per key set (saves a layer per step);
-        # wrappers that override push/pad are called through their own _push_row/_pad_row.
-        self._fast = isinstance(traces, Traces) and type(traces).push is Traces.push \
-            and type(traces).pad is Traces.pad
-        self._tpush = getattr(traces, "_push_row", None) or (lambda row: traces.push(**row))
-        self._tpad = getattr(traces, "_pad_row", None) or (lambda row: traces.pad(**row))
-
     def __getstate__(self):
         state = dict(self.__dict__)
-        for name in ("_kinds", "_handlers", "_fast", "_tpush", "_tpad"):
-            del state[name]  # caches and bound functions (compiled code among them)
+        state["_push_functions"] = {}  # compiled code does not pickle: rebuilt on first use
         return state
 
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._bind()
-
-    # -- classification ---------------------------------------------------------------------------
-    def _classify(self, keys: tuple) -> int:
-        if keys in self._kinds:
-            return self._kinds[keys]
-        kind = classify_push(keys, self._slot_of, self._slots, self._state_like, self._completion)
-        if len(self._kinds) < 64:
-            self._kinds[keys] = kind
-        return kind
-
-    def _handler(self, keys: tuple):
-        kind = self._classify(keys)
-        push, pad = self._tpush, self._tpad
-        if self._fast:  # the traces' compiled functions for exactly these keys
-            push = self.traces._plan(keys, False)[0]
-            pad = self.traces._plan(keys, True)[0] if kind == PARTIAL else None
-        handler = partial(self._push, kind, push, pad)
-        if len(self._handlers) < 64:
-            self._handlers[keys] = handler
-        return handler
-
     # -- push -----------------------------------------------------------------------------------
+    def push_function(self, keys: tuple):
+        """``push(row) -> transitions inserted (1 or 0)`` for rows of exactly these names.
+
+        Built once per key set and kept here (the one cache between `Trajectory.push` and the
+        numpy write): the kind of push the names make (`classify_push`) bound to the traces'
+        ``write(row)`` for those names (`Traces.write_function`). Unknown or clashing names
+        raise here, before anything is written."""
+        fn = self._push_functions.get(keys)
+        if fn is None:
+            fn = self._new_push_function(keys)
+        return fn
+
+    def _new_push_function(self, keys: tuple):
+        kind = classify_push(keys, self._slot_of, self._slots, self._state_like, self._completion)
+        write = write_function_of(self.traces, keys)
+        pad = write_function_of(self.traces, keys, pad=True) if kind == PARTIAL else None
+        fn = partial(self._push, kind, write, pad)
+        if len(self._push_functions) < 64:  # a layout sees a handful of key sets
+            self._push_functions[keys] = fn
+        return fn
+
     def push(self, **row) -> None:
         """Push one step (full), an episode's first state (partial) or ``next_action``."""
-        self._push_row(row)
+        self.push_function(tuple(row))(row)
 
-    def _push_row(self, row: dict) -> int:
-        """`push` taking a dict; returns the number of transitions inserted (1 or 0)."""
-        handler = self._handlers.get(tuple(row))
-        if handler is None:
-            handler = self._handler(tuple(row))
-        return handler(row)
-
-    def _push(self, kind: int, push, pad, row: dict) -> int:
+    def _push(self, kind: int, write, pad, row: dict) -> int:
         # Every rule, for any traces; the common case first: a step in a running episode.
         meta, phase = self._meta, self._phase
         if kind == FULL and phase >= STEP_PHASES_FROM:
-            evict = push(row)  # raises before writing anything
+            evict = write(row)  # raises before writing anything
             # The previous row is complete now; with next_action, the row before it (its next
             # action just arrived), which exists from the episode's second step on.
             step = meta.step
@@ -183,20 +161,46 @@ class EpisodesBuffer(_BulkInsert):
         if not self._rules.allowed[kind][phase]:
             raise self._rules.refusal(kind, phase)
         if kind == FULL:              # first push of a layout without multiplex
-            meta.append(1, 0, push(row))
+            meta.append(1, 0, write(row))
             self._phase = STEPPING
             return 1
         if kind == COMPLETION:
-            self._complete(push(row))
+            self._complete(write(row))
             return 0
-        if phase == EMPTY:
-            evict = push(row)
+        self._start_episode(write, pad, row)
+        return 0
+
+    def _start_episode(self, write, pad, row: dict) -> None:
+        """Push an episode's first state (``row``: the state-like values): into an empty
+        buffer, in place of a kept state (see `clear`), or after the previous episode's last
+        state, padding the row between them."""
+        phase = self._phase
+        if phase == KEPT:  # the buffer holds the kept state alone: no ring can overflow
+            write(row)     # raises before writing anything
+            self.traces.popleft()
+            self._meta.clear()
+            evict = False
+        elif phase == EMPTY:
+            evict = write(row)
         else:
             evict = pad(row)
             self._finish_episode()
-        meta.append(1, 0, evict)
+        self._meta.append(1, 0, evict)
         self._phase = STARTED
-        return 0
+
+    def extend(self, *, new_episode: bool = True, **columns) -> int:
+        """Insert many steps at once; returns the number of transitions inserted.
+
+        With ``new_episode=True`` (the default) the state-like columns (``state``, and
+        ``legal_actions_mask`` in SLART layouts) carry ``T + 1`` rows, the episode's first state
+        then the ``T`` next states, and the other columns ``T`` rows: the same as
+        ``push(state=s[0])`` followed by ``T`` full pushes. With ``new_episode=False`` every
+        column has ``T`` rows and the steps continue the current episode. In layouts with
+        ``next_action``, ``next_action=a`` (one frame) completes the episode afterwards.
+        Bookkeeping is exactly that of the equivalent single pushes; everything is validated
+        before anything is written (see `trajectories._episode_bulk`).
+        """
+        return extend_episodes(self, new_episode, columns)
 
     def _complete(self, evict) -> None:
         """A ``next_action`` was pushed: the row before the newest state is complete. A full
@@ -335,9 +339,29 @@ class EpisodesBuffer(_BulkInsert):
             self._phase = EMPTY
         return row
 
-    def clear(self) -> None:
+    def clear(self, keep_running_episodes: bool = False) -> None:
+        """Remove every row.
+
+        With ``keep_running_episodes=True`` a running episode (one with a first state that was
+        not completed) keeps its newest state as the first state of what comes next: a step
+        continues the episode from it, a partial push (a new episode) replaces it. In layouts
+        with ``next_action`` the episode's last row, still waiting for its next action, stays
+        too, so that it is completed and read once, after the clear. An on-policy learner
+        clears this way after each rollout while the env's episodes go on.
+        """
+        meta = self._meta
+        if keep_running_episodes and self._multiplexed and self._phase >= STEP_PHASES_FROM:
+            waiting = self._completion is not None and self._phase == STEPPING
+            while meta.n > 1 + waiting:
+                self.popleft()  # through the traces' own popleft: wrappers follow
+            meta.clear()
+            meta.append(1, 0)  # the kept state: step 1 (a new start for this buffer)
+            if waiting:
+                meta.append(2, 0)  # and the state its waiting row leads to
+            self._phase = STEPPING if waiting else KEPT
+            return
         self.traces.clear()
-        self._meta.clear()
+        meta.clear()
         self._phase = EMPTY
 
     def __repr__(self) -> str:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from trajectories.traces import write_function_of
 from trajectories.wrapped import WrappedTraces
 
 
@@ -224,25 +227,22 @@ class NormalizedTraces(WrappedTraces):
             else:
                 norm.push(xs)
 
+    def write_function(self, keys: tuple, pad: bool = False):
+        """The inner traces' ``write(row)`` for these names (see `Traces.write_function`),
+        followed by the statistics of what was pushed."""
+        return partial(self._write_observed, write_function_of(self.traces, keys, pad))
+
+    def _write_observed(self, write, row: dict):
+        evict = write(row)  # validates and writes, or raises having changed nothing
+        self._observe(row, many=False)
+        return evict
+
     def push(self, **row) -> None:
-        self._push_row(row)
-
-    def _push_row(self, row: dict):
-        """`push` taking a dict; returns the inner traces' lockstep flag (see `Traces`)."""
-        own = getattr(self.traces, "_push_row", None)
-        evict = own(row) if own is not None else self.traces.push(**row)
-        self._observe(row, many=False)
-        return evict
-
-    def _pad_row(self, row: dict):
-        own = getattr(self.traces, "_pad_row", None)
-        evict = own(row) if own is not None else self.traces.pad(**row)
-        self._observe(row, many=False)
-        return evict
+        self.write_function(tuple(row))(row)
 
     def append(self, **rows) -> None:
         self.traces.append(**rows)
         self._observe(rows, many=True)
 
     def pad(self, **row) -> None:
-        self._pad_row(row)
+        self.write_function(tuple(row), pad=True)(row)

@@ -20,6 +20,11 @@ fit, the rings hold one more frame: states ``capacity + 2``, actions, rewards an
     action buffer (3)   a0 a1 a2           rows 0, 1 complete (next_action a1, a2);
     reward (3)          r0 r1 r2           row 2 waits for a3: len == 2 == capacity
 
+Each preset takes ``extra={"name": (dtype, shape), ...}``: more plain traces (a
+log-probability, a value estimate, ``truncated``), sized like the preset's other plain traces so
+that rows stay aligned. ``preset + Traces(...)`` appends any traces as they are (rings of the
+plain traces' size: ``capacity``, or ``capacity + 1`` in SARTSA and SLART layouts).
+
 Details in ``docs/trajectories.md`` (Traces, Multiplex).
 """
 
@@ -118,6 +123,22 @@ def _spec(name, spec):
     return _dtype(dtype), as_shape(shape)
 
 
+def _extra_specs(extra) -> dict:
+    """``extra`` checked: a mapping of new trace names to ``(dtype, shape)`` pairs."""
+    if extra is None:
+        return {}
+    if not isinstance(extra, dict):
+        raise TypeError(f"extra must be a dict of trace name -> (dtype, shape), such as "
+                        f"extra={{'log_prob': (np.float32, ())}}, got extra={extra!r}")
+    out = {}
+    for name, spec in extra.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TypeError(f"extra trace names must be identifiers (they are push keywords), "
+                            f"got {name!r}")
+        out[name] = _spec(name, spec)
+    return out
+
+
 def _legal_mask_spec(env, given):
     if given is not None:
         return given
@@ -134,17 +155,21 @@ _AA = ("action", "next_action")
 _LL = ("legal_actions_mask", "next_legal_actions_mask")
 
 
-def _layout(traces, specs, multiplexed, plain, make):
-    """Fill ``traces`` with multiplexed pairs first, then plain traces; ``make(name, spec)``
-    builds each buffer (named by the slot's first name)."""
+def _layout(traces, specs, multiplexed, plain, make, extra=None):
+    """Fill ``traces`` with multiplexed pairs first, then plain traces, then the ``extra`` plain
+    traces (sized as the plain traces: ``make(plain[-1], spec)``); ``make(name, spec)`` builds
+    each buffer (named by the slot's first name)."""
     slots = [((left, right), make(left, specs[left])) for left, right in multiplexed]
     slots += [((name,), make(name, specs[name])) for name in plain]
+    for name, spec in _extra_specs(extra).items():
+        buffer = make(plain[-1], spec)
+        slots.append(((name,), buffer))
     traces._init_slots(slots)
 
 
-def _rings(capacity, extra: dict):
-    """Ring buffers of ``capacity + extra[name]`` frames."""
-    return lambda name, spec: CircularArrayBuffer(capacity + extra.get(name, 0), spec[1], spec[0])
+def _rings(capacity, sizes: dict):
+    """Ring buffers of ``capacity + sizes[name]`` frames."""
+    return lambda name, spec: CircularArrayBuffer(capacity + sizes.get(name, 0), spec[1], spec[0])
 
 
 def _elastic(name, spec):
@@ -161,6 +186,7 @@ class CircularArraySARTSTraces(Traces):
             wins over ``env``. Without either, state and action are int64 scalars.
         env: an env (stagerl or gymnasium, single or vector) whose single-env spaces give the
             state and action frames (see `frame_of_space`).
+        extra: more plain traces, ``{"name": (dtype, shape)}``, as rings of ``capacity``.
 
     Example:
         >>> t = CircularArraySARTSTraces(capacity=2, state=(np.float32, (2,)))
@@ -172,14 +198,16 @@ class CircularArraySARTSTraces(Traces):
         >>> import gymnasium
         >>> CircularArraySARTSTraces(100, env=gymnasium.make("CartPole-v1"))["state"].shape
         (0, 4)
+        >>> CircularArraySARTSTraces(100, extra={"log_prob": (np.float32, ())}).keys()[-2:]
+        ('terminal', 'log_prob')
     """
 
     def __init__(self, capacity: int, state=None, action=None, reward=(np.float32, ()),
-                 terminal=(np.bool_, ()), *, env=None):
+                 terminal=(np.bool_, ()), *, env=None, extra=None):
         capacity = require_positive_int(None, "capacity", capacity)
         specs = _specs(env, state, action, reward=reward, terminal=terminal)
         _layout(self, specs, [_SS], ["action", "reward", "terminal"],
-                _rings(capacity, {"state": 1}))
+                _rings(capacity, {"state": 1}), extra)
 
 
 class CircularArraySARTSATraces(Traces):
@@ -201,11 +229,11 @@ class CircularArraySARTSATraces(Traces):
     """
 
     def __init__(self, capacity: int, state=None, action=None, reward=(np.float32, ()),
-                 terminal=(np.bool_, ()), *, env=None):
+                 terminal=(np.bool_, ()), *, env=None, extra=None):
         capacity = require_positive_int(None, "capacity", capacity)
         specs = _specs(env, state, action, reward=reward, terminal=terminal)
         _layout(self, specs, [_SS, _AA], ["reward", "terminal"],
-                _rings(capacity, {"state": 2, "action": 1, "reward": 1, "terminal": 1}))
+                _rings(capacity, {"state": 2, "action": 1, "reward": 1, "terminal": 1}), extra)
 
 
 class CircularArraySLARTTraces(Traces):
@@ -221,13 +249,13 @@ class CircularArraySLARTTraces(Traces):
     """
 
     def __init__(self, capacity: int, state=None, legal_actions_mask=None, action=None,
-                 reward=(np.float32, ()), terminal=(np.bool_, ()), *, env=None):
+                 reward=(np.float32, ()), terminal=(np.bool_, ()), *, env=None, extra=None):
         capacity = require_positive_int(None, "capacity", capacity)
         specs = _specs(env, state, action, reward=reward, terminal=terminal,
                        legal_actions_mask=_legal_mask_spec(env, legal_actions_mask))
         _layout(self, specs, [_SS, _LL, _AA], ["reward", "terminal"],
                 _rings(capacity, {"state": 2, "legal_actions_mask": 2, "action": 1,
-                                  "reward": 1, "terminal": 1}))
+                                  "reward": 1, "terminal": 1}), extra)
 
 
 class ElasticArraySARTSTraces(Traces):
@@ -240,9 +268,9 @@ class ElasticArraySARTSTraces(Traces):
     """
 
     def __init__(self, state=None, action=None, reward=(np.float32, ()),
-                 terminal=(np.bool_, ()), *, env=None):
+                 terminal=(np.bool_, ()), *, env=None, extra=None):
         specs = _specs(env, state, action, reward=reward, terminal=terminal)
-        _layout(self, specs, [_SS], ["action", "reward", "terminal"], _elastic)
+        _layout(self, specs, [_SS], ["action", "reward", "terminal"], _elastic, extra)
 
 
 class ElasticArraySARTSATraces(Traces):
@@ -254,6 +282,6 @@ class ElasticArraySARTSATraces(Traces):
     """
 
     def __init__(self, state=None, action=None, reward=(np.float32, ()),
-                 terminal=(np.bool_, ()), *, env=None):
+                 terminal=(np.bool_, ()), *, env=None, extra=None):
         specs = _specs(env, state, action, reward=reward, terminal=terminal)
-        _layout(self, specs, [_SS, _AA], ["reward", "terminal"], _elastic)
+        _layout(self, specs, [_SS, _AA], ["reward", "terminal"], _elastic, extra)

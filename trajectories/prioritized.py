@@ -7,10 +7,12 @@ what the traces dropped, so a failed write leaves both as they were.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from trajectories.sumtree import SumTree
-from trajectories.traces import frame_capacity
+from trajectories.traces import frame_capacity, write_function_of
 from trajectories.wrapped import WrappedTraces
 
 __all__ = ["SumTree", "CircularPrioritizedTraces"]
@@ -152,22 +154,24 @@ class CircularPrioritizedTraces(WrappedTraces):
             else:
                 tree.popleft()
 
+    def write_function(self, keys: tuple, pad: bool = False):
+        """The inner traces' ``write(row)`` for these names (see `Traces.write_function`),
+        followed by the keys and priorities of the rows it added."""
+        write = write_function_of(self.traces, keys, pad)
+        if pad:  # a padding row: priority 0, never drawn
+            return partial(self._write_synced, write, 1 if self._plain else 0, True)
+        return partial(self._write_synced, write, 0 if self._plain.isdisjoint(keys) else 1, False)
+
+    def _write_synced(self, write, added: int, padding: bool, row: dict):
+        evict = write(row)  # validates and writes, or raises having changed nothing
+        self._sync(added, 0.0 if padding else self.default_priority, padding=padding)
+        return evict
+
     def push(self, **row) -> None:
-        self._push_row(row)
+        self.write_function(tuple(row))(row)
 
     def pad(self, **row) -> None:
-        self._pad_row(row)
-
-    def _push_row(self, row: dict):
-        """`push` taking a dict; returns the inner traces' lockstep flag (see `Traces`)."""
-        evict = _pushed(self.traces, row, pad=False)
-        self._sync(0 if self._plain.isdisjoint(row) else 1, self.default_priority)
-        return evict
-
-    def _pad_row(self, row: dict):
-        evict = _pushed(self.traces, row, pad=True)
-        self._sync(1 if self._plain else 0, 0.0, padding=True)
-        return evict
+        self.write_function(tuple(row), pad=True)(row)
 
     def append(self, **rows) -> None:
         self.traces.append(**rows)
@@ -203,11 +207,3 @@ class CircularPrioritizedTraces(WrappedTraces):
             return len(self._plain_buffer)
         return len(self.traces[self._plain_name]) if self._plain_name is not None else 0
 
-
-def _pushed(traces, row: dict, pad: bool):
-    """Push (or pad) ``row`` into ``traces``; their lockstep flag when they report one."""
-    own = getattr(traces, "_pad_row" if pad else "_push_row", None)
-    if own is not None:
-        return own(row)
-    (traces.pad if pad else traces.push)(**row)
-    return None

@@ -22,8 +22,9 @@ Internal contract (shared with `EpisodesBuffer`, the samplers and the wrappers):
 - ``keys()`` all names; ``slots`` the names of each slot (``(("state", "next_state"),
   ("action",), ...)``), only pushable storage; ``capacity``; ``len``; ``t[...]``.
 - ``push(**row)``: each given name gets one frame (a subset is a partial insert);
-  ``_push_row(row)`` and ``_pad_row(row)`` do the same and return whether the push dropped the
-  oldest row of every slot (the lockstep above), which the episode metadata follows.
+  ``write_function(keys, pad=False)`` returns ``write(row)`` doing the same for rows of those
+  names and returning whether the push dropped the oldest row of every slot (the lockstep
+  above), which the episode metadata follows (`write_function_of` asks any traces for it).
   ``append(**rows)``: each given name gets many frames (counts may differ per name).
   ``pad(**row)``: ``push(**row)`` plus one zero frame for every plain slot not named (the first
   state of a new episode). Every write validates the whole row first and writes nothing on error.
@@ -48,7 +49,7 @@ from trajectories.buffers import logical_indices
 from trajectories.checks import require_positive_int
 from trajectories.trace import as_buffer
 
-__all__ = ["Traces", "MultiplexTraces", "frame_capacity"]
+__all__ = ["Traces", "MultiplexTraces", "frame_capacity", "write_function_of"]
 
 
 class Traces:
@@ -66,7 +67,7 @@ class Traces:
         (2, array([1, 2, 3]), {'a': np.int64(1), 'b': np.float32(0.5)})
         >>> t[0:2]["b"]
         array([0.5, 1.5], dtype=float32)
-        >>> (t + MultiplexTraces("s", "s2", [])).keys()
+        >>> (t + MultiplexTraces("s", "s2", CircularArrayBuffer(4))).keys()
         ('a', 'b', 's', 's2')
     """
 
@@ -95,7 +96,24 @@ class Traces:
             for off, name in enumerate(slot):
                 self._where[name] = (i, buf, off)
         self._leaders = tuple(b for b, m in zip(self._bufs, self._mux, strict=True) if m)
+        self._check_plain_capacities()
         self._clear_plans()
+
+    def _check_plain_capacities(self):
+        # A plain column holds one frame less than the states (SARTSA: than the states too, a
+        # row waiting for its next action included). A smaller ring would drop its oldest frame
+        # on its own, before the lockstep, and pair values of different rows: refuse it.
+        if not self._leaders:
+            return
+        need = max(b.capacity for b in self._leaders) - 1
+        for slot, buf, mux in zip(self.slots, self._bufs, self._mux, strict=True):
+            if not mux and buf.capacity < need:
+                size = "an unbounded buffer" if math.isinf(need) else \
+                    f"a ring of at least {need} frames"
+                raise ValueError(
+                    f"trace {slot[0]!r} holds {buf.capacity} frames but the multiplexed traces "
+                    f"hold up to {need + 1}: its rows would misalign once it wraps; give it "
+                    f"{size} (a preset's extra= sizes added traces for you)")
 
     def _clear_plans(self):
         # Write plans per key set, compiled code among them: caches, rebuilt when needed.
@@ -163,6 +181,22 @@ class Traces:
             yield self[i]
 
     # -- write --------------------------------------------------------------------------------
+    def write_function(self, keys: tuple, pad: bool = False):
+        """``write(row) -> evict`` for rows of exactly these names, built once per key set.
+
+        ``write`` pushes one frame per name (``pad``: plus a zero frame for every plain slot not
+        named, the first state of a new episode), validating every value before anything is
+        written, and returns whether the push dropped the oldest row of every slot (the
+        lockstep of the module docstring), which episode metadata follows. Rings get a
+        generated straight-line function (`trajectories._fastpush`), other buffers the general
+        `_write`; ``tests/trajectories/test_generated_paths.py`` checks that both agree.
+        """
+        cache = self._pad_plans if pad else self._plans
+        fn = cache.get(keys)
+        if fn is None:
+            fn = self._plan(keys, pad)[0]
+        return fn
+
     def _plan(self, keys, pad: bool):
         seen = {}
         for name in keys:
@@ -182,15 +216,15 @@ class Traces:
         leads = tuple(b for b in self._leaders if any(b is w for w in written))
         fn = compile_push(writes, padded, leads, others)
         if fn is None:
-            fn = partial(self._push, plan=(tuple((n, b._put) for n, b in writes),
-                                           tuple(b._put for b in padded),
-                                           tuple(b._commit for b in written), leads, others))
+            fn = partial(self._write, plan=(tuple((n, b._put) for n, b in writes),
+                                            tuple(b._put for b in padded),
+                                            tuple(b._commit for b in written), leads, others))
         cache = self._pad_plans if pad else self._plans
         if len(cache) < 64:  # a layout sees a handful of key sets; never grow without bound
             cache[tuple(keys)] = fn
         return fn, writes, leads, others
 
-    def _push(self, row: dict, plan) -> bool:
+    def _write(self, row: dict, plan) -> bool:
         # The general path (the generated one in _fastpush does the same, inlined).
         writes, pads, commits, leads, others = plan
         # 1. write every value into its buffer's spare slot: this is where bad input raises,
@@ -211,23 +245,11 @@ class Traces:
 
     def push(self, **row) -> None:
         """Push one frame to each named trace (a subset of names is a partial insert)."""
-        fn = self._plans.get(tuple(row))
-        (fn if fn is not None else self._plan(tuple(row), False)[0])(row)
+        self.write_function(tuple(row))(row)
 
     def pad(self, **row) -> None:
         """`push` plus one zero frame for every plain (non-multiplex) slot not named."""
-        fn = self._pad_plans.get(tuple(row))
-        (fn if fn is not None else self._plan(tuple(row), True)[0])(row)
-
-    # The same two, taking the row as a dict and returning whether the push dropped the oldest
-    # row of every slot: `EpisodesBuffer` calls these (its metadata drops its oldest entry then).
-    def _push_row(self, row: dict) -> bool:
-        fn = self._plans.get(tuple(row))
-        return (fn if fn is not None else self._plan(tuple(row), False)[0])(row)
-
-    def _pad_row(self, row: dict) -> bool:
-        fn = self._pad_plans.get(tuple(row))
-        return (fn if fn is not None else self._plan(tuple(row), True)[0])(row)
+        self.write_function(tuple(row), pad=True)(row)
 
     def append(self, **rows) -> None:
         """Append many frames per named trace (first axis), all validated before writing."""
@@ -349,3 +371,13 @@ def frame_capacity(traces, name: str):
     while traces is not None and not isinstance(traces, Traces):
         traces = getattr(traces, "traces", None)
     return None if traces is None else traces._where[name][1].capacity
+
+
+def write_function_of(traces, keys: tuple, pad: bool = False):
+    """``traces.write_function(keys, pad)``, or, for traces without one (a user's own), a
+    function calling their ``push`` (``pad``) that reports no lockstep eviction."""
+    own = getattr(traces, "write_function", None)
+    if own is not None:
+        return own(keys, pad)
+    write = traces.pad if pad else traces.push
+    return lambda row: write(**row)

@@ -5,28 +5,27 @@ allows::
 
     for batch in trajectory:      # while container non-empty and controller.on_sample()
         learn(batch)              #   -> sampler.sample(container)
+
+A push goes ``Trajectory.push`` -> ``container.push_function(keys)`` (the one function per set
+of pushed names, built and kept by the container: the episode rules bound to the traces'
+writes, `EpisodesBuffer.push_function`) -> the numpy writes (`Traces.write_function`). A
+trajectory for a vector env keeps one lane per sub-env (`split_lanes`); it may learn that from
+its first push, which is the only push that asks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
+
+import numpy as np
 
 from trajectories.controllers import InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
-from trajectories.lanes.trajectory import (
-    restore_lanes,
-    split_truncated,
-    watch_lanes,
-    watching_first_push,
-)
+from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer
+from trajectories.lanes.factory import lane_storage
 from trajectories.samplers import DummySampler
 
-__all__ = ["Trajectory"]
-
-
-def _without_truncated(inner, step: dict):
-    return inner({k: v for k, v in step.items() if k != "truncated"})
+__all__ = ["Trajectory", "split_lanes"]
 
 
 @dataclass(eq=False)
@@ -64,15 +63,17 @@ class Trajectory:
     sampler: object = None
     controller: object = None
     n_lanes: object = None
-    _handlers: dict = field(init=False, repr=False)
-    _container_handler: object = field(init=False, repr=False)
+    # The next push decides whether the trajectory stores lanes (see `split_lanes`).
+    _lanes_pending: bool = field(default=False, init=False, repr=False)
+    # Whether the traces store ``truncated``; else a push's ``truncated`` is the controller's.
+    _stores_truncated: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self):
         c = self.container
-        # Containers that track episodes themselves (an EpisodesBuffer, or one EpisodesBuffer
-        # per sub-env lane) are kept as they are: `_push_row(row)` returns the transitions.
+        # Containers that track episodes themselves (an EpisodesBuffer, or lanes) are kept as
+        # they are: their `push_function(keys)(row)` returns the transitions inserted.
         if not isinstance(c, EpisodesBuffer) and not (
-                hasattr(c, "_push_row") and hasattr(c, "is_sampleable_at")):
+                hasattr(c, "push_function") and hasattr(c, "is_sampleable_at")):
             self.container = c = EpisodesBuffer(c)
         if self.sampler is None:
             self.sampler = DummySampler()
@@ -82,49 +83,18 @@ class Trajectory:
             if not hasattr(getattr(self, name), needs):
                 raise TypeError(f"Trajectory {name}= needs a {needs}() method, got "
                                 f"{type(getattr(self, name)).__name__}")
-        self._bind()
-        # Vector envs: split into lanes now when told (n_lanes=), else at the first push when it
-        # carries one state per sub-env. Only instance attributes change: `push` stays as is.
-        watch_lanes(self)
-
-    def _bind(self) -> None:
-        # The per-step path: the container's handler per key set, looked up here directly.
-        c = self.container
-        if isinstance(c, EpisodesBuffer):
-            self._handlers, self._container_handler = c._handlers, c._handler
+        self._stores_truncated = "truncated" in c.keys()
+        # Vector envs: split into lanes now when told (n_lanes=) or given lanes, else at the
+        # first push when it carries one state per sub-env.
+        if isinstance(c, LanedEpisodesBuffer):
+            if self.n_lanes not in (None, c.n_lanes):
+                raise ValueError(f"n_lanes={self.n_lanes} but the container has "
+                                 f"{c.n_lanes} lanes")
+            self.n_lanes = c.n_lanes
+        elif self.n_lanes is not None:
+            split_lanes(self, self.n_lanes)
         else:
-            self._handlers, self._container_handler = {}, self._container_push
-        self._dropping = {}  # keys with "truncated" -> a handler that drops it
-
-    def _container_push(self, keys: tuple):
-        return self.container._push_row
-
-    def __getstate__(self):
-        # Handlers (compiled code among them) and the installed push are rebuilt on load.
-        state = {k: v for k, v in self.__dict__.items()
-                 if k not in ("_handlers", "_container_handler", "_dropping", "push", "extend")}
-        state["_watching_first_push"] = watching_first_push(self)
-        return state
-
-    def __setstate__(self, state):
-        state = dict(state)
-        first_push = state.pop("_watching_first_push")
-        self.__dict__.update(state)
-        self._bind()
-        restore_lanes(self, first_push)
-
-    def _new_handler(self, keys: tuple):
-        """The container's push handler for ``keys``; ``truncated`` is the controller's alone
-        (unless the traces store it): the handler drops it before the container sees the step."""
-        if "truncated" not in keys or "truncated" in self.container.keys():
-            return self._container_handler(keys)
-        handler = self._dropping.get(keys)
-        if handler is None:
-            handler = partial(_without_truncated,
-                              self._container_handler(tuple(k for k in keys if k != "truncated")))
-            if len(self._dropping) < 64:
-                self._dropping[keys] = handler
-        return handler
+            self._lanes_pending = "state" in c.keys() and not len(np.asarray(c.step_numbers))
 
     def push(self, **step) -> None:
         """Push one step, an episode's first state or ``next_action`` (see `EpisodesBuffer`);
@@ -133,26 +103,83 @@ class Trajectory:
         ``truncated=True`` with a step says a time limit ended the episode there: the
         controller sees it (an `EpisodeSampleRatioController` counts the episode as finished),
         the transition stays bootstrapped (``terminal`` is what it is), and nothing is stored
-        unless the traces have a ``truncated`` trace."""
-        handler = self._handlers.get(tuple(step))
-        if handler is None:
-            handler = self._new_handler(tuple(step))
-        n = handler(step)
-        if n:
-            self.controller.on_insert(n, step)
+        unless the traces have a ``truncated`` trace.
 
-    def extend(self, *, new_episode: bool = True, **columns) -> int:
-        """Insert many steps at once (see `EpisodesBuffer.extend`); the controller counts the
-        ``T`` transitions in one ``on_insert(T, columns)`` call. Returns ``T``.
+        A laned trajectory (see `split_lanes`) takes one value per lane, with optional
+        ``episode_start=``, ``lanes=`` and ``restart=`` (see `LanedEpisodesBuffer.push`), and
+        counts one insert per lane that got a step."""
+        if self._lanes_pending:  # the first push: one state per sub-env makes lanes
+            self._push_first(step)
+            return
+        row = step
+        if "truncated" in step and not self._stores_truncated:  # the controller's alone
+            row = {k: v for k, v in step.items() if k != "truncated"}
+        n = self.container.push_function(tuple(row))(row)
+        if n:
+            self.controller.on_insert(
+                n, step if self.n_lanes is None else self.container.inserted(step))
+
+    def _push_first(self, step: dict) -> None:
+        """The first push: one state per sub-env splits the trajectory into lanes. A push that
+        raises leaves the trajectory as it was (no lanes), still waiting for its first push."""
+        container = self.container
+        n = lanes_of_first_push(container, step)
+        self._lanes_pending = False
+        try:
+            if n is not None:
+                split_lanes(self, n)
+                self.container.inferred_from = np.shape(step["state"])
+            self.push(**step)
+        except Exception as laned_error:
+            # A failed push changes nothing, lanes included: the trajectory waits again.
+            self.container, self.n_lanes, self._lanes_pending = container, None, True
+            if n is None or not isinstance(laned_error, (TypeError, ValueError)):
+                raise
+            # The lanes were a guess: say what is wrong with the push taken as one env's step
+            # (a state of the wrong shape or dtype for its trace, most likely).
+            self._lanes_pending = False
+            try:
+                self.push(**step)
+            except (TypeError, ValueError) as single_error:
+                self._lanes_pending = True
+                raise single_error from laned_error
+            # it fitted one env after all
+
+    def extend(self, lane: int | None = None, *, new_episode: bool = True, **columns) -> int:
+        """Insert many steps at once (see `EpisodesBuffer.extend`; into one ``lane`` of a laned
+        trajectory); the controller counts the ``T`` transitions in one
+        ``on_insert(T, columns)`` call. Returns ``T``.
 
         ``truncated`` (one flag per step) says which steps a time limit ended, as with `push`:
         the controller sees it, nothing is stored unless the traces have a ``truncated``
         trace."""
         stored = split_truncated(columns, self.container.keys())
-        n = self.container.extend(new_episode=new_episode, **stored)
+        if self.n_lanes is None:
+            if lane is not None:
+                raise TypeError(f"extend(lane={lane!r}, ...) needs a trajectory with lanes "
+                                f"(see split_lanes); this one stores a single env")
+            n = self.container.extend(new_episode=new_episode, **stored)
+            self._lanes_pending = False  # it holds one env's steps now
+        else:
+            if lane is None:
+                raise TypeError(f"extend(lane, ...) of a trajectory with {self.n_lanes} lanes "
+                                f"needs the lane to insert into")
+            n = self.container.extend(lane, new_episode=new_episode, **stored)
         if n:
             self.controller.on_insert(n, columns)
         return n
+
+    def clear(self, *, keep_running_episodes: bool = False) -> None:
+        """Remove every stored row; the controller's counts stay.
+
+        With ``keep_running_episodes=True`` every episode still running (in every lane of a
+        laned trajectory) keeps its newest state as the first state of what comes next: the
+        next step continues the episode from it, and a push that starts a new episode there
+        (``episode_start``, or a partial push) replaces it. In SARTSA layouts the row still
+        waiting for its next action stays too, to be completed and sampled after the clear.
+        That is how an on-policy learner starts a fresh rollout while the env's episodes go on
+        (see ``docs/trajectories.md``)."""
+        self.container.clear(keep_running_episodes=keep_running_episodes)
 
     def __iter__(self):
         # Emptiness is checked first: an empty container never consumes a controller sample.
@@ -174,3 +201,79 @@ class Trajectory:
 
     def set_priority(self, keys, values) -> None:
         self.container.set_priority(keys, values)
+
+
+def split_lanes(target, n_lanes: int):
+    """Store ``n_lanes`` lanes (one per sub-env of a vector env): a `Trajectory` becomes laned,
+    traces become laned storage.
+
+    Given empty traces (or an empty `EpisodesBuffer`), returns a `LanedEpisodesBuffer` over
+    their layout that suits them: lane-major rings (`RingLanes`) for plain ring layouts with one
+    state multiplex, else one `EpisodesBuffer` per lane (`PerLaneEpisodes`); the total capacity
+    is split over the lanes.
+
+    Given an empty `Trajectory`, its container becomes that storage and ``trajectory.push``
+    takes one value per lane, with optional ``episode_start=`` and ``lanes=`` (see
+    `LanedEpisodesBuffer.push`); the controller counts one insert per lane that got a step.
+    ``trajectory.extend(lane, ...)`` bulk-inserts into one lane. Asking again for the same
+    number of lanes does nothing. Returns the trajectory.
+
+    Example:
+        >>> import numpy as np
+        >>> from trajectories import CircularArraySARTSTraces
+        >>> t = split_lanes(Trajectory(CircularArraySARTSTraces(capacity=100)), 2)
+        >>> t.push(state=np.array([0, 10]))
+        >>> t.push(state=np.array([1, 11]), action=np.array([0, 0]), reward=np.zeros(2),
+        ...        terminal=np.array([False, False]))
+        >>> len(t), t.controller.n_inserted, t.container.n_lanes
+        (2, 2, 2)
+        >>> type(split_lanes(CircularArraySARTSTraces(capacity=100), 2)).__name__
+        'RingLanes'
+    """
+    if not isinstance(target, Trajectory):
+        return lane_storage(target, n_lanes)
+    container = target.container
+    if isinstance(container, LanedEpisodesBuffer):
+        if container.n_lanes != n_lanes:
+            raise ValueError(f"the trajectory already stores {container.n_lanes} lanes, got "
+                             f"n_lanes={n_lanes}; use one trajectory per vector env")
+        return target
+    if len(np.asarray(container.step_numbers)):
+        raise ValueError(f"split_lanes needs an empty trajectory, this one holds "
+                         f"{len(container)} rows; split it before the first push")
+    laned = lane_storage(container, n_lanes)
+    target.container, target.n_lanes, target._lanes_pending = laned, laned.n_lanes, False
+    return target
+
+
+def lanes_of_first_push(container, step: dict):
+    """The number of lanes a first push into an empty ``container`` carries, or None.
+
+    A push whose ``state`` has one more leading axis than the state trace's frames (and at
+    least two entries along it) comes from a vector env. One sub-env is ambiguous with a
+    single env pushing a wrongly shaped state, so it is never guessed: say ``n_lanes=1``.
+    """
+    if "state" not in step or "state" not in container.keys():
+        return None
+    ref = container.take("state", _NO_ROWS)
+    if ref.dtype == object:  # an elastic trace that has not seen a frame: nothing to compare
+        return None
+    shape = np.shape(step["state"])
+    if len(shape) == ref.ndim and shape[1:] == ref.shape[1:] and shape[0] >= 2:
+        return int(shape[0])
+    return None
+
+
+def split_truncated(columns: dict, keys) -> dict:
+    """The columns to store: all but ``truncated`` unless the traces have it. ``truncated``
+    must hold one flag per step (checked here, before anything is written)."""
+    if "truncated" not in columns or "truncated" in keys:
+        return columns
+    flags = np.asarray(columns["truncated"])
+    steps = min((np.shape(v)[0] for k, v in columns.items() if k != "truncated" and np.ndim(v)),
+                default=None)
+    if flags.ndim != 1 or flags.dtype.kind not in "biu" or (steps is not None and
+                                                             len(flags) != steps):
+        raise ValueError(f"truncated must hold one bool per step ({steps} steps), got "
+                         f"{columns['truncated']!r}")
+    return {k: v for k, v in columns.items() if k != "truncated"}

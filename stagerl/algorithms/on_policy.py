@@ -93,7 +93,6 @@ class OnPolicy(Policy):
         self.n_updates = 0
         self.stats: dict[str, float] = {}  # the last update's figures (losses, KL...)
         self._step = None  # (stored action, log_prob, value, state) of the last plan
-        self._cleared = False  # a rollout was learned: lanes start again at the next step
 
     # -- acting ------------------------------------------------------------------------------------
     def states_tensor(self, states: np.ndarray) -> torch.Tensor:
@@ -217,34 +216,16 @@ def _plan_on_policy(policy: OnPolicy, env):
 
 
 def _record_on_policy_step(agent: Any, env: Any, action: Any) -> None:
-    policy, trajectory = agent.policy, agent.trajectory
+    policy = agent.policy
     planned, stored, log_prob, value, state = policy._step or (None,) * 5
     if action is not planned:
         raise RuntimeError(
             f"{type(policy).__name__} records the log-probability and value of the action its "
             f"last plan returned, but the step took another action ({action!r}); act with the "
             "action plan(agent, env) returns, or record the step with stagerl.record_step")
-    if policy._cleared:
-        _start_lanes(trajectory, env, state)
-        policy._cleared = False
     if not isinstance(env, VectorEnv):
         stored, log_prob, value = stored[0], log_prob[0], value[0]
     record_step(agent, env, stored, log_prob=log_prob, value=value, truncated=env.is_truncated)
-
-
-def _start_lanes(trajectory: Any, env: Any, state: Any) -> None:
-    """After a rollout was learned and cleared, the first state of every lane (sub-env) whose
-    episode goes on is the state this step was planned at."""
-    container = trajectory.container
-    if not isinstance(env, VectorEnv):
-        if not len(container.step_numbers):  # else the loop's new episode already pushed one
-            trajectory.push(state=state)
-        return
-    empty = ~(container.open_lanes() | container.running_lanes())
-    if env.autoreset_mode is AutoresetMode.NEXT_STEP:
-        empty &= ~env.episode_start  # this act only reset them: the push starts their episode
-    if empty.any():
-        trajectory.push(state=state, lanes=empty)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
@@ -262,8 +243,8 @@ def _push_on_policy_vector_step(agent: Agent[OnPolicy, object], stage: PostActSt
 def _optimise_on_policy(policy: OnPolicy, stage: PostActStage, trajectory):
     for container in trajectory:  # the controller allows one sample per complete rollout
         policy.learn(container)
-        container.clear()
-        policy._cleared = True
+        # The next rollout starts at each sub-env's current state; episodes go on.
+        trajectory.clear(keep_running_episodes=True)
 
 
 # ---- rollouts -----------------------------------------------------------------------------------

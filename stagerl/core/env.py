@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -18,33 +17,18 @@ class Env:
 
     * ``is_terminated``: the MDP reached a terminal state; nothing is bootstrapped past it.
     * ``is_truncated``: the episode was cut (a time limit); learning bootstraps from ``state``.
-    * ``last_action`` is ``None`` until the first :meth:`act`; :meth:`reset` leaves it. The base
-      class records it around every subclass's ``act``, so hooks can read it.
+    * ``last_action`` is ``None`` until the run loop's first act; the loop sets it right after
+      every ``env.act(action)`` (one place records it), so hooks can read it. :meth:`reset`
+      leaves it.
 
     Example:
         >>> import stagerl as rl
         >>> env = rl.RandomWalk1D()
-        >>> env.reset(); env.act(1); (env.state, env.reward, env.last_action)
-        (4, 0.0, 1)
+        >>> env.reset(); env.act(1); (env.state, env.reward)
+        (4, 0.0)
     """
 
     last_action: Any = None
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        act = cls.__dict__.get("act")
-        # Subclasses that set last_action themselves (on the hot path) opt out of the wrapper.
-        if act is None or getattr(act, "_records_last_action", False):
-            return
-
-        @functools.wraps(act)
-        def act_recording_action(self, action):
-            result = act(self, action)
-            self.last_action = action
-            return result
-
-        act_recording_action._records_last_action = True
-        cls.act = act_recording_action
 
     def reset(self) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement reset()")

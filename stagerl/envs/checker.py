@@ -32,9 +32,9 @@ def check_env(env: Any, steps: int = 200, seed: int = 0) -> None:
     Checks that the members the run loop uses exist, that ``action_space`` and ``state_space``
     are gymnasium spaces, that an episode does not end right after ``reset()``, that ``state``
     lies in ``state_space`` and is a copy later steps do not mutate, that ``reward`` is a finite
-    number, that ``is_terminated`` and ``is_truncated`` are bools and never both true, that
-    ``last_action`` is recorded, and (``Discrete`` actions) that an action outside the space is
-    refused. A problem is reported once, at the first step it shows.
+    number, that ``is_terminated`` and ``is_truncated`` are bools and never both true, and
+    (``Discrete`` actions) that an action outside the space is refused. A problem is reported
+    once, at the first step it shows.
 
     The env is reset and stepped (about ``steps`` steps); actions come from a copy of its action
     space seeded with ``seed``. A ``gymnasium.Env`` is checked through :class:`GymEnv`.
@@ -207,13 +207,6 @@ def _check_step(env: Any, action: Any, previous: tuple, problems: _Problems, t: 
             "both",
             f"is_terminated and is_truncated are both true at {where}; an episode either reached "
             "a terminal state (no bootstrapping) or was cut (bootstrapping): set one",
-        )
-    last = getattr(env, "last_action", None)
-    if not _equal(last, action):
-        problems.add(
-            "last_action",
-            f"last_action is {last!r} after act({action!r}); subclass stagerl.Env (it records "
-            "it) or set self.last_action = action in act",
         )
     return True
 

@@ -161,8 +161,8 @@ class GymEnv(Env):
         >>> env.reset(); env.state.shape
         (4,)
         >>> for _ in range(3): env.act(1)
-        >>> env.reward, env.is_terminated, env.is_truncated, env.last_action
-        (1.0, False, True, 1)
+        >>> env.reward, env.is_terminated, env.is_truncated
+        (1.0, False, True)
     """
 
     # Class attributes shadow the base class's properties, so the loop's per-step reads are
@@ -245,9 +245,6 @@ class GymEnv(Env):
         self.is_terminated = bool(terminated)
         self.is_truncated = bool(truncated)
         self.info = info
-        self.last_action = action
-
-    act._records_last_action = True
 
     def _raise_for_action(self, action: Any, error: Exception) -> None:
         """Called from ``act``'s except block: turn an invalid action into a ``ValueError``.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium
@@ -263,9 +265,6 @@ class GymVectorEnv(VectorEnv):
         self._episode_start = start
         self._stepped = None  # derived from episode_start when first asked for
         self.info = info
-        self.last_action = action
-
-    act._records_last_action = True  # act sets last_action itself (no wrapper on the hot path)
 
     def _check_batch(self, action: Any) -> None:
         n = self.num_envs
@@ -309,6 +308,29 @@ class GymVectorEnv(VectorEnv):
     def final_state(self) -> np.ndarray:
         """The state each lane's last step led to (``state``, except in lanes SAME_STEP reset)."""
         return self._final_state
+
+    @contextmanager
+    def showing_final_states(self) -> Iterator[GymVectorEnv]:
+        """Within the block, ``state`` is ``final_state``: the env seen at the state each lane's
+        last step led to, for a plan made there (a SARSA layout completing the episodes that a
+        SAME_STEP autoreset ended). ``state`` is back afterwards, also when the block raises.
+
+        Example:
+            >>> import gymnasium, stagerl as rl
+            >>> env = rl.GymVectorEnv("CartPole-v1", num_envs=2, seed=0,
+            ...     vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP})
+            >>> env.reset(); env.act([0, 0]); before = env.state
+            >>> with env.showing_final_states():
+            ...     inside = env.state is env.final_state
+            >>> inside, env.state is before
+            (True, True)
+        """
+        state = self._state
+        self._state = self._final_state
+        try:
+            yield self
+        finally:
+            self._state = state
 
     @property
     def stepped(self) -> np.ndarray:

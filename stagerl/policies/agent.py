@@ -12,8 +12,10 @@ from stagerl.core.policy import Policy
 from stagerl.core.stages import PostActStage, PostEpisodeStage, PreEpisodeStage, Stage
 from stagerl.policies.vector_steps import (
     complete_vector_episode,
+    legal_actions_mask,
     record_vector_step,
     start_vector_episode,
+    state_values,
 )
 from trajectories import Trajectory
 
@@ -37,6 +39,11 @@ class Agent(Policy):
     PostEpisode, when the trajectory has a ``next_action`` trace, the action planned at the
     final state completes the episode's last transition. ``plan`` asks the inner policy and
     ``optimise(agent, stage)`` calls ``optimise(agent.policy, stage, agent.trajectory)``.
+
+    The Agent fills every trace it knows that the trajectory has: ``truncated`` (``env.
+    is_truncated``, with every step) and ``legal_actions_mask`` (``env.legal_actions_mask``,
+    with every state; SLART layouts). Traces it does not know (a log-probability) come from an
+    algorithm's own method, below.
 
     An algorithm that records more per step (a log-probability, a value estimate, a recurrent
     state) adds traces to its trajectory and specialises ``push(agent: Agent[ItsPolicy, object],
@@ -79,8 +86,12 @@ class Agent(Policy):
         self._policy = policy
         self._trajectory = trajectory
         keys = _trace_names(trajectory)
-        # Resolved once: the PostEpisode push needs it on every episode.
+        # Resolved once: the pushes need them on every step and episode.
         self._completes_with_next_action = "next_action" in keys
+        self._stores_truncated = "truncated" in keys
+        self._stores_legal_mask = "legal_actions_mask" in keys
+        # A step is state, action, reward and terminal alone (the common case, kept fast).
+        self._plain_steps = not (self._stores_truncated or self._stores_legal_mask)
 
     def __reduce__(self):
         # Agent[P, T] is made on the fly by plum and cannot be found by name: rebuild it from
@@ -134,7 +145,10 @@ def _push_agent_pre_episode(agent: Agent, stage: PreEpisodeStage, env):
     if isinstance(env, VectorEnv):
         start_vector_episode(agent, env)
         return
-    agent._trajectory.push(state=env.state)
+    if agent._plain_steps:
+        agent._trajectory.push(state=env.state)
+        return
+    agent._trajectory.push(**state_values(agent, env, env.state))
 
 
 def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
@@ -145,13 +159,19 @@ def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
     sub-env on a vector env). The next state goes in as ``state``, with ``action``, ``reward``
     and ``terminal = env.is_terminated``; a truncation (time limit) is told to the trajectory as
     ``truncated=True`` (it ends the episode for the controller, and the transition stays
-    bootstrapped). On a vector env the per-sub-env rules of ``docs/vector_envs.md`` apply.
+    bootstrapped), and every step carries ``truncated`` when the trajectory stores it. The
+    other traces the Agent knows (``legal_actions_mask``) are filled too unless ``extra`` has
+    them. On a vector env the per-sub-env rules of ``docs/vector_envs.md`` apply.
     """
     if isinstance(env, VectorEnv):
         record_vector_step(agent, env, action, extra)
         return
-    if env.is_truncated and isinstance(agent._trajectory, Trajectory):
+    if agent._stores_truncated:
+        extra.setdefault("truncated", env.is_truncated)
+    elif env.is_truncated and isinstance(agent._trajectory, Trajectory):
         extra["truncated"] = True
+    if agent._stores_legal_mask and "legal_actions_mask" not in extra:
+        extra["legal_actions_mask"] = legal_actions_mask(env)
     agent._trajectory.push(
         state=env.state, action=action, reward=env.reward, terminal=env.is_terminated, **extra
     )
@@ -162,7 +182,7 @@ def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
     if isinstance(env, VectorEnv):
         record_vector_step(agent, env, action, {})
         return
-    if env.is_truncated:  # rare: the common step costs one attribute read more
+    if env.is_truncated or not agent._plain_steps:  # the common step: one attribute read more
         record_step(agent, env, action)
         return
     agent._trajectory.push(

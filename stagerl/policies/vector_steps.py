@@ -14,15 +14,18 @@ per lane, so no stored transition ever pairs states of two sub-envs or two episo
   start their new episode with ``env.state``.
 * Layouts with ``next_action`` (SARTSA): an episode's last transition is completed with the
   action planned at its final state (NEXT_STEP: the action of the reset-only act, which the
-  sub-env ignores; SAME_STEP: planned on the final states), and at PostEpisode every running
-  lane is completed with the action planned at its current state.
+  sub-env ignores; SAME_STEP: planned on the same env, its lanes shown at their final states
+  for that plan), and at PostEpisode every running lane is completed with the action planned
+  at its current state.
+* Traces the Agent knows are filled when the trajectory has them: ``truncated`` with every
+  step, ``legal_actions_mask`` with every state (NEXT_STEP only: SAME_STEP would need the
+  masks of the final states, which gymnasium does not give).
 
 The Agent's dispatched methods (``stagerl.policies.agent``) call these functions.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from gymnasium.vector import AutoresetMode
@@ -30,39 +33,66 @@ from gymnasium.vector import AutoresetMode
 from stagerl.core.dispatch import plan
 from trajectories import Trajectory, split_lanes
 
-__all__ = ["start_vector_episode", "record_vector_step", "complete_vector_episode"]
+__all__ = ["start_vector_episode", "record_vector_step", "complete_vector_episode",
+           "plan_at_final_states", "state_values", "legal_actions_mask"]
+
+
+def legal_actions_mask(env: Any) -> Any:
+    """``env.legal_actions_mask``, for a trajectory with that trace; a clear error without it."""
+    mask = getattr(env, "legal_actions_mask", None)
+    if mask is None:
+        raise TypeError(
+            f"the trajectory has a legal_actions_mask trace but {type(env).__name__} has no "
+            "legal_actions_mask attribute; give the env one (a bool per action, per sub-env on "
+            "a vector env) or use a layout without that trace (CircularArraySARTSTraces)"
+        )
+    return mask
+
+
+def state_values(agent: Any, env: Any, state: Any) -> dict[str, Any]:
+    """The state-like values of a push: ``state``, and the legal-actions mask when stored."""
+    if agent._stores_legal_mask:
+        return {"state": state, "legal_actions_mask": legal_actions_mask(env)}
+    return {"state": state}
 
 
 def start_vector_episode(agent: Any, env: Any) -> None:
     """PreEpisode: every lane's first state."""
     trajectory = agent._trajectory
+    if agent._stores_legal_mask and env.autoreset_mode is AutoresetMode.SAME_STEP:
+        raise ValueError(
+            "a legal_actions_mask trace on a vector env with autoreset_mode=SAME_STEP would "
+            "store the mask of each reset state with the final state before it (gymnasium "
+            "gives no final masks); build the vector env with AutoresetMode.NEXT_STEP"
+        )
     if isinstance(trajectory, Trajectory):
         split_lanes(trajectory, env.num_envs)
         # A run that stopped right after some lane's reset-only act left that lane a first
         # state with no step; this run's reset starts that lane again.
-        trajectory.push(state=env.state, restart=True)
+        trajectory.push(**state_values(agent, env, env.state), restart=True)
     else:
-        trajectory.push(state=env.state)
+        trajectory.push(**state_values(agent, env, env.state))
 
 
 def record_vector_step(agent: Any, env: Any, action: Any, extra: dict) -> None:
     """PostAct: every lane's step (or new episode), with ``extra`` values per lane."""
     trajectory = agent._trajectory
-    if env.any_episode_end and env.is_truncated.any():
+    if agent._stores_truncated:
+        extra.setdefault("truncated", env.is_truncated)
+    elif env.any_episode_end and env.is_truncated.any():
         extra["truncated"] = env.is_truncated
+    if agent._stores_legal_mask and "legal_actions_mask" not in extra:
+        extra["legal_actions_mask"] = legal_actions_mask(env)
     start = env.episode_start
-    restarted = env.any_episode_start  # most acts start no episode: no mask to pass then
+    restarted = env.any_episode_start
     if env.autoreset_mode is AutoresetMode.NEXT_STEP:
         if agent._completes_with_next_action and restarted:
             # The reset-only act's action was planned at the final state of the lane's episode.
             trajectory.push(next_action=action, lanes=start)
+        if restarted:  # most acts start no episode: no mask to pass then
+            extra["episode_start"] = start
         trajectory.push(
-            state=env.state,
-            action=action,
-            reward=env.reward,
-            terminal=env.is_terminated,
-            episode_start=start if restarted else None,
-            **extra,
+            state=env.state, action=action, reward=env.reward, terminal=env.is_terminated, **extra
         )
         return
     trajectory.push(
@@ -71,10 +101,27 @@ def record_vector_step(agent: Any, env: Any, action: Any, extra: dict) -> None:
     )
     if restarted:
         if agent._completes_with_next_action:
-            final = copy.copy(env)  # the same env, seen at its lanes' final states
-            final._state = env.final_state
-            trajectory.push(next_action=plan(agent._policy, final), lanes=start)
+            trajectory.push(next_action=plan_at_final_states(agent, env), lanes=start)
         trajectory.push(state=env.state, lanes=start)
+
+
+def plan_at_final_states(agent: Any, env: Any) -> Any:
+    """The actions the Agent's policy plans at each lane's final state (SAME_STEP autoreset:
+    ``env.state`` already holds the reset lanes' next first states).
+
+    Planned on the env itself, shown at its final states for this one plan
+    (``env.showing_final_states()``): a copy would be another env (an ``AsyncVectorEnv``,
+    whose sub-envs run in other processes, cannot be copied at all)."""
+    showing = getattr(env, "showing_final_states", None)
+    if showing is None:
+        raise TypeError(
+            f"a next_action trace on {type(env).__name__} with autoreset_mode=SAME_STEP needs "
+            "the action planned at each sub-env's final state: give the env a "
+            "showing_final_states() context manager in which env.state is env.final_state "
+            "(as stagerl.GymVectorEnv has), or use AutoresetMode.NEXT_STEP"
+        )
+    with showing():
+        return plan(agent._policy, env)
 
 
 def complete_vector_episode(agent: Any, env: Any) -> None:

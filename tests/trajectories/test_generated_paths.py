@@ -1,6 +1,7 @@
 """The generated ring pushes (`trajectories._fastpush`) against the general path
-(`Traces._push`), on the same layouts and inputs, through an EpisodesBuffer: steps, new
-episodes, completions, ring wrap-around (lockstep evictions included), pops and bad values."""
+(`Traces._write`), on the same layouts and inputs, through an EpisodesBuffer: steps, new
+episodes, completions, ring wrap-around (lockstep evictions included), pops, clears that keep
+the running episode's state, and bad values."""
 
 from functools import partial
 
@@ -26,7 +27,7 @@ LAYOUTS = {
 OPS = st.lists(st.one_of(
     st.tuples(st.just("start")), st.tuples(st.just("step"), st.booleans()),
     st.tuples(st.just("complete")), st.tuples(st.just("pop")), st.tuples(st.just("popleft")),
-    st.tuples(st.just("bad")),
+    st.tuples(st.just("bad")), st.tuples(st.just("keep")),
 ), min_size=1, max_size=60)
 
 
@@ -55,6 +56,8 @@ def play(eb, layout, ops):
                 eb.push(next_action=t % 3)
             elif op[0] == "bad":  # a value no trace takes: nothing may change
                 eb.push(state=state, action=0.5, reward=1.0, terminal=False, **extra)
+            elif op[0] == "keep":
+                eb.clear(keep_running_episodes=True)
             else:
                 getattr(eb, op[0])()
             out.append(snapshot(eb))
@@ -71,11 +74,14 @@ def play(eb, layout, ops):
                           ("step", False), ("pop",), ("step", False), ("bad",)])
 @example(capacity=1, ops=[("start",), *[("step", False)] * 4, ("complete",), ("start",),
                           ("step", False), ("step", False)])
+@example(capacity=2, ops=[("start",), *[("step", False)] * 3, ("keep",), ("bad",),
+                          ("step", False), ("keep",), ("start",), ("step", True), ("keep",),
+                          ("complete",), ("pop",), ("start",)])
 def test_generated_and_general_paths_agree(layout, capacity, ops):
     generated = EpisodesBuffer(LAYOUTS[layout](capacity))
     played = play(generated, layout, ops)
     original = traces_module.compile_push
-    traces_module.compile_push = lambda *args: None  # the rings through Traces._push
+    traces_module.compile_push = lambda *args: None  # the rings through Traces._write
     try:
         general = EpisodesBuffer(LAYOUTS[layout](capacity))
         assert play(general, layout, ops) == played

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LANES_ORDER = ["trajectories.lanes.base", "trajectories.lanes.ring_edits",
-               "trajectories.lanes.ring_reads", "trajectories.lanes.rings",
-               "trajectories.lanes.per_lane", "trajectories.lanes.trajectory"]
+LANES_ORDER = ["trajectories.lanes.base", "trajectories.lanes.ring_reads",
+               "trajectories.lanes.ring_edits", "trajectories.lanes.rings",
+               "trajectories.lanes.per_lane", "trajectories.lanes.factory", "trajectories.lanes"]
 
 
 def graph():

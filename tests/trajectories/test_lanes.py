@@ -33,14 +33,19 @@ def sarts(capacity=13):
     return CircularArraySARTSTraces(capacity=capacity, state=(np.int64, (2,)))
 
 
-STORAGES = {"rings": LanedEpisodesBuffer, "per_lane": per_lane_buffer}
+STORAGES = {"rings": split_lanes, "per_lane": per_lane_buffer}
+
+
+def test_the_interface_is_never_built_itself():
+    with pytest.raises(TypeError, match=r"split_lanes\(traces, n_lanes\)"):
+        LanedEpisodesBuffer(sarts(), 2)
 
 
 def test_ring_layouts_get_ring_storage():
-    assert type(LanedEpisodesBuffer(sarts(), 2)) is RingLanes
+    assert type(split_lanes(sarts(), 2)) is RingLanes
     for traces in (CircularArraySARTSATraces(capacity=8), ElasticArraySARTSTraces(),
                    NormalizedTraces(sarts())):
-        assert type(LanedEpisodesBuffer(traces, 2)) is PerLaneEpisodes
+        assert type(split_lanes(traces, 2)) is PerLaneEpisodes
 
 
 def random_pushes(containers, n, seed, steps=60):
@@ -92,7 +97,7 @@ def random_pushes(containers, n, seed, steps=60):
 @pytest.mark.parametrize("seed", range(12))
 def test_lanes_hold_what_one_episodes_buffer_per_lane_would(seed):
     n = 3
-    rings, per_lane = LanedEpisodesBuffer(sarts(), n), per_lane_buffer(sarts(), n)
+    rings, per_lane = split_lanes(sarts(), n), per_lane_buffer(sarts(), n)
     assert rings.capacity == per_lane.capacity == 15  # ceil(13 / 3) = 5 rows a lane
     for refs, rng in random_pushes([rings, per_lane], n, seed):
         for c in (rings, per_lane):
@@ -241,7 +246,7 @@ def test_ring_wrap_keeps_lanes_apart(make):
 
 def test_normalised_lanes_share_their_statistics():
     traces = NormalizedTraces(CircularArraySARTSTraces(capacity=10))
-    lb = LanedEpisodesBuffer(traces, 2)
+    lb = split_lanes(traces, 2)
     lb.push(state=np.array([0, 10]))
     lb.push(state=np.array([1, 11]), action=np.array([0, 0]), reward=np.array([1.0, 3.0]),
             terminal=np.array([False, False]))
@@ -251,7 +256,7 @@ def test_normalised_lanes_share_their_statistics():
 
 
 def test_sartsa_lanes_complete_with_next_action():
-    lb = LanedEpisodesBuffer(CircularArraySARTSATraces(capacity=10), 2)
+    lb = split_lanes(CircularArraySARTSATraces(capacity=10), 2)
     lb.push(state=np.array([0, 10]))
     step = dict(action=np.array([1, 2]), reward=np.ones(2), terminal=np.array([True, False]))
     lb.push(state=np.array([1, 11]), **step)
@@ -265,18 +270,18 @@ def test_sartsa_lanes_complete_with_next_action():
 
 def test_construction_errors():
     with pytest.raises(ValueError, match="n_lanes must be positive, got n_lanes=0"):
-        LanedEpisodesBuffer(sarts(), 0)
+        split_lanes(sarts(), 0)
     with pytest.raises(TypeError, match="n_lanes must be an int"):
-        LanedEpisodesBuffer(sarts(), 2.0)
+        split_lanes(sarts(), 2.0)
     with pytest.raises(TypeError, match="prioritized"):
-        LanedEpisodesBuffer(CircularPrioritizedTraces(sarts()), 2)
+        split_lanes(CircularPrioritizedTraces(sarts()), 2)
     full = sarts()
     full.push(state=[0, 0])
     full.push(state=[0, 1], action=0, reward=0.0, terminal=False)
     with pytest.raises(ValueError, match="empty traces"):
-        LanedEpisodesBuffer(full, 2)
+        split_lanes(full, 2)
     with pytest.raises(TypeError, match="traces"):
-        LanedEpisodesBuffer([1, 2], 2)
+        split_lanes([1, 2], 2)
 
 
 # -- a Trajectory over lanes ------------------------------------------------------------------
@@ -337,7 +342,7 @@ def test_laned_controller_counts_lanes_that_stepped():
 
 
 def test_laned_container_in_a_plain_trajectory():
-    lb = LanedEpisodesBuffer(sarts(), 3)
+    lb = split_lanes(sarts(), 3)
     t = Trajectory(lb, BatchSampler(8, rng=0))
     assert t.container is lb and t.n_lanes == 3
     t.push(state=vector_step(0)["state"])
@@ -437,7 +442,7 @@ def test_elastic_lanes_take_the_frames_the_first_lane_to_get_a_value_fixed():
 
     traces = MultiplexTraces("state", "next_state", []) + Traces(action=[], reward=[],
                                                                  terminal=[])
-    lb = LanedEpisodesBuffer(traces, 2)  # dtypes and frames from the first values pushed
+    lb = split_lanes(traces, 2)  # dtypes and frames from the first values pushed
     lb.push(state=np.zeros(2), lanes=np.array([False, True]))  # only lane 1 gets values
     lb.push(state=np.ones(2), action=np.array([0, 1]), reward=np.ones(2),
             terminal=np.array([False, False]), lanes=np.array([False, True]))

@@ -158,3 +158,55 @@ def test_a_mismatching_push_names_the_spec_to_declare():
     with pytest.raises(ValueError, match=r"action=\(np\.float32, \(1,\)\)"):
         p.push(state=pendulum.reset(seed=1)[0], action=pendulum.action_space.sample(),
                reward=0.0, terminal=False)
+
+
+# -- extra traces -------------------------------------------------------------------------------
+PRESETS = [
+    lambda **kw: CircularArraySARTSTraces(capacity=2, **kw),
+    lambda **kw: CircularArraySARTSATraces(capacity=2, **kw),
+    lambda **kw: CircularArraySLARTTraces(capacity=2, legal_actions_mask=(np.bool_, (2,)), **kw),
+    lambda **kw: ElasticArraySARTSTraces(**kw),
+    lambda **kw: ElasticArraySARTSATraces(**kw),
+]
+
+
+@pytest.mark.parametrize("make", PRESETS)
+def test_extra_traces_are_sized_as_the_plain_traces_and_stay_aligned_when_rings_wrap(make):
+    from trajectories import EpisodesBuffer
+
+    t = make(extra={"log_prob": (np.float32, ()), "hidden": (np.float32, (3,))})
+    assert t.keys()[-2:] == ("log_prob", "hidden") and t.slots[-1] == ("hidden",)
+    plain = [b.capacity for slot, b in zip(t.slots, t._bufs, strict=True) if len(slot) == 1]
+    assert len(set(plain)) == 1  # the added traces hold as many frames as reward, terminal
+    eb = EpisodesBuffer(t)
+    mask = {"legal_actions_mask": [True, False]} if "legal_actions_mask" in t.keys() else {}
+    eb.push(state=0, **mask)
+    for s in range(1, 8):
+        eb.push(state=s, action=s, reward=float(s), terminal=False, log_prob=-float(s),
+                hidden=[s, s, s], **mask)
+    rows = [eb[int(i)] for i in eb.sampleable_indices()]
+    assert rows and all(r["reward"] == -r["log_prob"] == r["hidden"][0] == r["next_state"]
+                        for r in rows)
+
+
+def test_extra_traces_are_checked():
+    with pytest.raises(TypeError, match="extra must be a dict"):
+        CircularArraySARTSTraces(4, extra=[("log_prob", (np.float32, ()))])
+    with pytest.raises(TypeError, match="identifiers"):
+        CircularArraySARTSTraces(4, extra={"log prob": (np.float32, ())})
+    with pytest.raises(TypeError, match=r"log_prob must be a \(dtype, shape\) pair"):
+        CircularArraySARTSTraces(4, extra={"log_prob": np.float32})
+    with pytest.raises(ValueError, match="unique"):
+        CircularArraySARTSTraces(4, extra={"reward": (np.float32, ())})
+
+
+def test_added_traces_too_small_for_the_layout_are_refused_before_they_misalign():
+    from trajectories import CircularArrayBuffer, Traces
+
+    ok = CircularArraySARTSTraces(4) + Traces(log_prob=CircularArrayBuffer(4, (), np.float32))
+    assert ok.keys()[-1] == "log_prob"
+    # SARTSA's plain traces hold capacity + 1 frames (the row awaiting its next action)
+    with pytest.raises(ValueError, match=r"'log_prob' holds 4 frames .* at least 5 frames"):
+        CircularArraySARTSATraces(4) + Traces(log_prob=CircularArrayBuffer(4, (), np.float32))
+    with pytest.raises(ValueError, match="an unbounded buffer"):
+        ElasticArraySARTSTraces() + Traces(log_prob=CircularArrayBuffer(4, (), np.float32))

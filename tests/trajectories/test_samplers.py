@@ -9,10 +9,10 @@ from trajectories import (
     EpisodesBuffer,
     EpisodesSampler,
     InsertSampleRatioController,
-    LanedEpisodesBuffer,
     MetaSampler,
     MultiBatchSampler,
     Trajectory,
+    split_lanes,
 )
 
 
@@ -65,7 +65,7 @@ def test_batch_sampler_low_acceptance_falls_back_and_stays_exact(monkeypatch):
                         lambda self, *a: listed.append(a[-1]) or original(self, *a))
     # A sub-env that keeps restarting before its first step: each restart leaves a padding
     # row. Per cycle, 5 padding rows and 1 step: a sampleable share of 1/6 < 0.25.
-    lb = LanedEpisodesBuffer(CircularArraySARTSTraces(capacity=1000), 1)
+    lb = split_lanes(CircularArraySARTSTraces(capacity=1000), 1)
     for c in range(40):
         lb.push(state=np.array([100 * c]))
         for k in range(1, 5):
@@ -201,10 +201,9 @@ def test_direct_listing_of_sampleable_rows_when_acceptance_is_low(monkeypatch):
 
 
 def test_samplers_on_lanes_of_a_vector_env():
-    lanes = pytest.importorskip("trajectories.lanes")
     from trajectories import NStepBatchSampler
 
-    lb = lanes.LanedEpisodesBuffer(CircularArraySARTSTraces(capacity=40), n_lanes=2)
+    lb = split_lanes(CircularArraySARTSTraces(capacity=40), 2)
     lb.push(state=np.array([100, 200]))
     for t in range(1, 8):  # lane 0: an episode of 4 steps, then one of 2; lane 1: 7 steps
         lb.push(state=np.array([100 + t, 200 + t]), action=np.array([t, t]),

@@ -19,12 +19,18 @@ SB3's ``buffer_size`` covers all envs.
 Two storages share this interface: lane-major rings for plain ring layouts with one state
 multiplex (`trajectories.lanes.rings.RingLanes`: one numpy write per trace for all lanes), and
 one `EpisodesBuffer` per lane for any other layout (`trajectories.lanes.per_lane.PerLaneEpisodes`).
-Each registers itself here (`register_storage`); ``LanedEpisodesBuffer(traces, n)`` builds the
-first whose test accepts the traces, so this module never imports them. See
-``docs/trajectories.md`` (Lanes).
+`trajectories.split_lanes(traces, n)` builds the one that suits the traces (see
+`trajectories.lanes.lane_storage`). See ``docs/trajectories.md`` (Lanes).
+
+A push reaches a storage through `LanedEpisodesBuffer.push_function` (one function per set of
+pushed names, kept here): the storage's ``_push_row`` bound to the `KeySet` of those names, which
+reads the lane controls (``episode_start``, ``lanes``, ``restart``) off the row when it has them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
@@ -35,17 +41,30 @@ from trajectories.episodes import EpisodesBuffer
 from trajectories.normalization import NormalizedTraces
 from trajectories.prioritized import CircularPrioritizedTraces
 
-__all__ = ["LanedEpisodesBuffer", "register_storage"]
+__all__ = ["LanedEpisodesBuffer", "KeySet", "lane_controls", "NO_CONTROLS"]
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
-_STORAGES: list = []  # (fallback, accepts(traces) -> bool, storage class)
+# Names a laned push may carry besides the traces: they say which lanes get what.
+_CONTROLS = frozenset(("episode_start", "lanes", "restart"))
 
 
-def register_storage(accepts, storage, fallback: bool = False) -> None:
-    """Let ``LanedEpisodesBuffer(traces, n)`` build ``storage`` for traces ``accepts`` takes;
-    fallbacks are asked after the others."""
-    _STORAGES.append((fallback, accepts, storage))
-    _STORAGES.sort(key=lambda entry: entry[0])  # stable: registration order otherwise
+def lane_controls(row: dict) -> tuple:
+    """``(episode_start, lanes, restart)`` of a laned push (see `LanedEpisodesBuffer.push`)."""
+    return row.get("episode_start"), row.get("lanes"), row.get("restart", False)
+
+
+NO_CONTROLS = (None, None, False)  # a push that names no lane control: every lane, a step
+
+
+class KeySet:
+    """What a laned storage knows about one set of pushed names: the trace names, the kind of
+    push they make, whether lane controls come with them, and (once every dtype is known) the
+    ``(name, exact dtypes, shape)`` of each value that needs no conversion."""
+
+    __slots__ = ("names", "kind", "controls", "cast_plan")
+
+    def __init__(self, names: tuple, kind: int, controls: bool):
+        self.names, self.kind, self.controls, self.cast_plan = names, kind, controls, None
 
 
 def _lane_traces(traces, capacity):
@@ -88,6 +107,9 @@ class LanedEpisodesBuffer:
     follows the rules of `EpisodesBuffer`, and a push that breaks them in any lane, or a value
     of the wrong shape or dtype, raises before any lane is written.
 
+    Build one with ``split_lanes(traces, n_lanes)``, which picks the storage that suits the
+    traces; this class is the interface both storages share and is never built itself.
+
     Samplers see the container interface of `EpisodesBuffer` over global rows (``len``,
     ``[name]``, ``take``, ``is_sampleable_at``, ``step_number_at``, ``episode_length_at``,
     ``rows_ahead_at``, ``rows_behind_at`` (both within the row's lane), ``n_sampleable``,
@@ -95,7 +117,9 @@ class LanedEpisodesBuffer:
     with one entry per row), plus ``episode_rows()`` (the sampleable rows of each episode, lane
     by lane). Per lane: ``extend(lane, ...)``, ``pop(lane)``, ``popleft(lane)``,
     ``lane_lengths()``, ``lane_of(rows)``, ``open_lanes()`` (a first state and no step yet),
-    ``running_lanes()`` (steps, not completed); ``clear()`` empties every lane. Prioritized
+    ``running_lanes()`` (steps, not completed); ``clear(keep_running_episodes=False)`` empties
+    every lane (keeping, if asked, each running episode's newest state; see
+    `EpisodesBuffer.clear`). Prioritized
     traces are refused (one key space over the lanes is not built yet).
 
     Args:
@@ -105,8 +129,8 @@ class LanedEpisodesBuffer:
 
     Example:
         >>> import numpy as np
-        >>> from trajectories import CircularArraySARTSTraces
-        >>> lb = LanedEpisodesBuffer(CircularArraySARTSTraces(capacity=8), n_lanes=2)
+        >>> from trajectories import CircularArraySARTSTraces, split_lanes
+        >>> lb = split_lanes(CircularArraySARTSTraces(capacity=8), 2)
         >>> lb.push(state=np.array([10, 20]))                      # both lanes start
         >>> lb.push(state=np.array([11, 21]), action=np.array([0, 1]),
         ...         reward=np.array([1.0, 2.0]), terminal=np.array([True, False]))
@@ -121,14 +145,10 @@ class LanedEpisodesBuffer:
         [1, 0, 1, 1, 1, 1]
     """
 
-    def __new__(cls, traces=None, n_lanes=None):
-        # The storages registered themselves (see `register_storage`): the first that accepts
-        # the traces is built.
-        if cls is LanedEpisodesBuffer:
-            cls = next((storage for _, accepts, storage in _STORAGES if accepts(traces)), None)
-            if cls is None:
-                raise TypeError("no lane storage is registered; import trajectories.lanes")
-        return object.__new__(cls)
+    def __init__(self, traces=None, n_lanes=None):
+        raise TypeError("LanedEpisodesBuffer is the interface of laned storages; build one with "
+                        "trajectories.split_lanes(traces, n_lanes), which picks the storage that "
+                        "suits the traces")
 
     def _checked(self, traces, n_lanes):
         """Check the arguments, set ``n_lanes`` and ``traces``; returns the layout traces."""
@@ -152,10 +172,14 @@ class LanedEpisodesBuffer:
         self.traces = traces  # the layout (empty): wrappers are found on it, data in the lanes
         self.last_full = None  # lanes the last push gave a step (None: every lane)
         self.inferred_from = None  # the state shape the lanes were guessed from, if they were
-        self._kinds: dict[tuple, int] = {}
-        self._cast_plans: dict[tuple, tuple] = {}  # key set -> (name, exact dtypes, shape)
+        self._push_functions: dict[tuple, object] = {}  # tuple(row keys) -> push(row)
         self._version = 0  # bumped by every write: lane lengths, hence global rows, moved
         return traces
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_push_functions"] = {}  # rebuilt on first use
+        return state
 
     def _init_layout(self, slots, keys) -> None:
         self._slots = tuple(tuple(slot) for slot in slots)
@@ -187,41 +211,58 @@ class LanedEpisodesBuffer:
         lane = np.minimum(np.searchsorted(off, idx, side="right") - 1, self.n_lanes - 1)
         return lane, idx - off[lane]
 
-    def _kind(self, keys: tuple) -> int:
-        kind = self._kinds.get(keys)
-        if kind is None:
-            kind = self._classify(keys)
-            if len(self._kinds) < 64:
-                self._kinds[keys] = kind
-        return kind
-
     def _classify(self, keys: tuple) -> int:
         return classify_push(keys, self._slot_of, self._slots, self._state_like, self._completion)
+
+    # -- push -----------------------------------------------------------------------------------
+    def push_function(self, keys: tuple):
+        """``push(row) -> transitions inserted`` for rows of exactly these names (trace names,
+        plus the lane controls ``episode_start``, ``lanes``, ``restart``; see `push`). Built
+        once per key set and kept here; unknown names raise here, before anything is written."""
+        fn = self._push_functions.get(keys)
+        if fn is None:
+            names = tuple(k for k in keys if k not in _CONTROLS)
+            key_set = KeySet(names, self._classify(names), len(names) != len(keys))
+            fn = partial(self._push_row, key_set)
+            if len(self._push_functions) < 64:
+                self._push_functions[keys] = fn
+        return fn
+
+    def _push_row(self, key_set: KeySet, row: dict) -> int:
+        """Push ``row`` (the names of ``key_set``, and the lane controls if it has them; see
+        `lane_controls`); returns the number of lanes that got a full step."""
+        raise NotImplementedError  # each storage writes its own way
+
+    def inserted(self, step: dict):
+        """The values of ``step`` (a push's names and values) for the lanes the push gave a
+        step: what a controller's ``on_insert`` reads (most controllers only count)."""
+        full = self.last_full
+        return step if full is None else _StepsOnly(step, full)
 
     def _frame(self, name: str) -> tuple:
         """``(dtype, frame shape, dtypes stored exactly)`` of a trace."""
         return self._frames[name]
 
-    def _cast(self, row: dict) -> dict:
+    def _cast(self, key_set: KeySet, row: dict) -> dict:
         """Every value as a ``(n_lanes, *frame)`` array the trace stores exactly, or raise."""
-        plan = self._cast_plans.get(tuple(row))
+        plan = key_set.cast_plan
         if plan is not None:  # the common case: arrays numpy's assignment stores exactly
             out = {}
             for name, exact, shape in plan:
                 value = row[name]
                 if type(value) is not np.ndarray or value.dtype not in exact \
                         or value.shape != shape:
-                    return self._cast_slow(row)
+                    return self._cast_slow(key_set, row)
                 out[name] = value
             return out
-        return self._cast_slow(row)
+        return self._cast_slow(key_set, row)
 
-    def _cast_slow(self, row: dict) -> dict:
+    def _cast_slow(self, key_set: KeySet, row: dict) -> dict:
         n, out = self.n_lanes, {}
-        specs = [(name, *self._frame(name)) for name in row]
-        if all(dtype is not None for _, dtype, _, _ in specs) and len(self._cast_plans) < 64:
-            self._cast_plans[tuple(row)] = tuple((name, exact, (n, *frame))
-                                                 for name, _, frame, exact in specs)
+        specs = [(name, *self._frame(name)) for name in key_set.names]
+        if all(dtype is not None for _, dtype, _, _ in specs):
+            key_set.cast_plan = tuple((name, exact, (n, *frame))
+                                      for name, _, frame, exact in specs)
         for name, dtype, frame, exact in specs:
             value = row[name]
             arr = np.asarray(value)
@@ -251,7 +292,8 @@ class LanedEpisodesBuffer:
         return out
 
     def push(self, *, episode_start=None, lanes=None, restart=False, **row) -> None:
-        """Push one value per lane (``_push_row`` returns how many lanes got a full step).
+        """Push one value per lane (``push_function(keys)(row)`` returns how many lanes got a
+        full step).
 
         Args:
             episode_start: lanes (bool mask or indices) where a new episode starts: they get
@@ -266,7 +308,9 @@ class LanedEpisodesBuffer:
         Everything is checked (names, shapes, dtypes, each lane's episode rules) before any
         lane is written.
         """
-        self._push_row(row, episode_start, lanes, restart)
+        if episode_start is not None or lanes is not None or restart:
+            row = {**row, "episode_start": episode_start, "lanes": lanes, "restart": restart}
+        self.push_function(tuple(row))(row)
 
     def _lane(self, lane) -> int:
         if isinstance(lane, bool) or not isinstance(lane, (int, np.integer)):
@@ -281,6 +325,27 @@ class LanedEpisodesBuffer:
     def __repr__(self) -> str:
         return (f"LanedEpisodesBuffer({self.traces!r}, n_lanes={self.n_lanes}, "
                 f"lane_lengths={self.lane_lengths()})")
+
+
+class _StepsOnly(Mapping):
+    """The pushed values of the lanes that took a step, selected when a controller reads them
+    (most controllers only count); the lane controls are left out."""
+
+    __slots__ = ("step", "full")
+
+    def __init__(self, step, full):
+        self.step, self.full = step, full
+
+    def __getitem__(self, name):
+        if name in _CONTROLS:
+            raise KeyError(name)
+        return np.asarray(self.step[name])[self.full]
+
+    def __iter__(self):
+        return (k for k in self.step if k not in _CONTROLS)
+
+    def __len__(self):
+        return sum(1 for _ in self)
 
 
 def _has_layer(traces, cls) -> bool:

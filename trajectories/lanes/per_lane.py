@@ -1,6 +1,6 @@
 """`PerLaneEpisodes`: lanes stored as one `EpisodesBuffer` each, for any layout.
 
-`LanedEpisodesBuffer(traces, n)` builds one when the layout does not suit the lane-major rings
+`split_lanes(traces, n)` builds one when the layout does not suit the lane-major rings
 of `trajectories.lanes.rings` (SARTSA and SLART layouts, normalised or elastic traces). Each lane
 is an `EpisodesBuffer` over ``traces.empty_copy(ceil(capacity / n))``, which alone knows where
 its episode stands; a push checks every lane's episode rules and casts every value first, then
@@ -15,14 +15,15 @@ import numpy as np
 
 from trajectories._casting import TraceKeyError, fast_tables
 from trajectories._episode_meta import episode_row_lists
-from trajectories._episode_rules import EMPTY, FULL, PARTIAL, STARTED, STEPPING
+from trajectories._episode_rules import EMPTY, FULL, KEPT, PARTIAL, STARTED, STEPPING
 from trajectories.episodes import EpisodesBuffer
 from trajectories.lanes.base import (
     _NO_ROWS,
+    NO_CONTROLS,
     LanedEpisodesBuffer,
     _as_mask,
     _lane_traces,
-    register_storage,
+    lane_controls,
 )
 
 __all__ = ["PerLaneEpisodes"]
@@ -33,8 +34,8 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
 
     Example:
         >>> import numpy as np
-        >>> from trajectories import CircularArraySARTSATraces, LanedEpisodesBuffer
-        >>> lb = LanedEpisodesBuffer(CircularArraySARTSATraces(capacity=10), n_lanes=2)
+        >>> from trajectories import CircularArraySARTSATraces, split_lanes
+        >>> lb = split_lanes(CircularArraySARTSATraces(capacity=10), 2)
         >>> type(lb).__name__
         'PerLaneEpisodes'
         >>> lb.push(state=np.array([0, 10]))
@@ -54,22 +55,12 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         first = self._lanes[0]
         self._init_layout(first.slots, first.keys())
         self._frames = {}
-        self._bind()
-
-    def _bind(self) -> None:
-        # The lanes' own push taking a dict (saves a keyword repack a lane), and a cache.
-        self._lane_push = tuple(lane._push_row for lane in self._lanes)
         self._located = None  # (idx, its copy, version, order, per-lane rows): the last batch
 
     def __getstate__(self):
-        state = dict(self.__dict__)
-        del state["_lane_push"], state["_located"]
-        state["_cast_plans"] = {}
+        state = super().__getstate__()
+        state["_located"] = None  # a cache of the last batch's lanes
         return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._bind()
 
     @property
     def capacity(self):
@@ -202,19 +193,15 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
             spec = self._frames[name] = (ref.dtype, ref.shape[1:], fast_tables(ref.dtype)[1])
         return spec
 
-    def _push_row(self, row: dict, episode_start=None, lanes=None, restart=False) -> int:
+    def _push_row(self, key_set, row: dict) -> int:
+        episode_start, lanes, restart = lane_controls(row) if key_set.controls else NO_CONTROLS
         n = self.n_lanes
-        if "episode_start" in row or "lanes" in row or "restart" in row:  # Trajectory(container)
-            row = dict(row)
-            episode_start, lanes = row.pop("episode_start", None), row.pop("lanes", None)
-            restart = row.pop("restart", False)
-        keys = tuple(row)
-        kind = self._kind(keys)
+        keys, kind = key_set.names, key_set.kind
         chosen = None if lanes is None else _as_mask(lanes, n, "lanes")
         starts = None if episode_start is None else _as_mask(episode_start, n, "episode_start")
         if starts is not None and not starts.any():
             starts = None
-        cast = self._cast(row)
+        cast = self._cast(key_set, row)
         state_row = None
         if starts is not None and kind == FULL:
             state_row = {k: v for k, v in cast.items() if k in self._state_like_names}
@@ -244,11 +231,12 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         else:
             self.last_full = np.zeros(n, dtype=bool)
             self.last_full[[i for i, k in plan if k == FULL]] = True
-        inserted = 0
-        lane_push = self._lane_push
+        inserted, lanes_ = 0, self._lanes
+        state_keys = None if state_row is None else tuple(state_row)
         for i, k in plan:
-            src = state_row if k == PARTIAL and state_row is not None else cast
-            inserted += lane_push[i]({name: v[i] for name, v in src.items()})
+            src, src_keys = (state_row, state_keys) if k == PARTIAL and state_row is not None \
+                else (cast, keys)
+            inserted += lanes_[i].push_function(src_keys)({name: v[i] for name, v in src.items()})
         return inserted
 
     def _drop_lone_first_state(self, i: int) -> None:
@@ -269,8 +257,8 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         return n
 
     def open_lanes(self) -> np.ndarray:
-        """Lanes whose newest push started an episode that has no step yet."""
-        return np.array([lane._phase == STARTED for lane in self._lanes], dtype=bool)
+        """Lanes whose newest episode has a first state and no step yet (also a kept one)."""
+        return np.array([lane._phase in (KEPT, STARTED) for lane in self._lanes], dtype=bool)
 
     def running_lanes(self) -> np.ndarray:
         """Lanes whose last episode has steps and is not completed (SARTSA: awaiting its
@@ -291,10 +279,8 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         self._version += 1
         return row
 
-    def clear(self) -> None:
+    def clear(self, keep_running_episodes: bool = False) -> None:
+        """Empty every lane (see `EpisodesBuffer.clear`)."""
         for lane in self._lanes:
-            lane.clear()
+            lane.clear(keep_running_episodes)
         self._version += 1
-
-
-register_storage(lambda traces: True, PerLaneEpisodes, fallback=True)  # any layout

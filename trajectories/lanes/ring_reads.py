@@ -1,4 +1,7 @@
-"""The reads of `RingLanes`: global rows located in the lane-major arrays (a mixin).
+"""The reads of `RingLanes`: global rows located in the lane-major arrays.
+
+Functions over a `RingLanes` (its arrays and geometry) that only read; `RingLanes` names each
+one as its method (``take = ring_reads.take``), so every read is found here by its own name.
 
 Global row ``g`` is row ``r`` of lane ``l`` (lanes one after the other); its values sit at the
 physical position of its state, ``(start[l] + r) % P``, and the flat position ``l * P +
@@ -12,114 +15,127 @@ import numpy as np
 from trajectories._casting import TraceKeyError
 from trajectories._episode_meta import episode_row_lists
 
-__all__: list[str] = []
+__all__ = ["take", "is_sampleable_at", "step_number_at", "episode_length_at", "rows_ahead_at",
+           "rows_behind_at", "n_sampleable", "sampleable_indices", "sampleable_inds",
+           "step_numbers", "episodes_lengths", "episode_rows", "item", "rows", "row",
+           "located_rows", "flat_positions"]
 
 
-class _RingReads:
-    """Row reads over the storage of `RingLanes`."""
+def located_rows(rings, idx):
+    """``(lane, local row, position of the row's state)`` for global rows ``idx``."""
+    rows = np.asarray(idx, dtype=np.int64)
+    if rings._uniform and rings._um > 1:  # every lane holds the same number of rows
+        per_lane = rings._um - 1
+        lane = rows // per_lane
+        np.minimum(lane, rings.n_lanes - 1, out=lane)  # the row past the end: the last lane
+        r = rows - lane * per_lane
+        return lane, r, r + rings._us
+    lane, r = rings.lane_of(rows)
+    return lane, r, rings._start[lane] + r
 
-    def _located_rows(self, idx):
-        """``(lane, local row, position of the row's state)`` for global rows ``idx``."""
-        rows = np.asarray(idx, dtype=np.int64)
-        if self._uniform and self._um > 1:  # every lane holds the same number of rows
-            per_lane = self._um - 1
-            lane = rows // per_lane
-            np.minimum(lane, self.n_lanes - 1, out=lane)  # the row past the end: the last lane
-            r = rows - lane * per_lane
-            return lane, r, r + self._us
-        lane, r = self.lane_of(rows)
-        return lane, r, self._start[lane] + r
 
-    def _flat(self, idx, off: int = 0):
-        """Flat positions (``lane * P + position``) of global rows ``idx``, shifted by ``off``
-        (1 for the right name of the state multiplex)."""
-        lane, _, pos = self._located_rows(idx)
-        if off:
-            pos += off
-        pos %= self._P
-        lane *= self._P
-        pos += lane
-        return pos
+def flat_positions(rings, idx, off: int = 0):
+    """Flat positions (``lane * P + position``) of global rows ``idx``, shifted by ``off``
+    (1 for the right name of the state multiplex)."""
+    lane, _, pos = located_rows(rings, idx)
+    if off:
+        pos += off
+    pos %= rings._P
+    lane *= rings._P
+    pos += lane
+    return pos
 
-    def take(self, name: str, idx) -> np.ndarray:
-        """Column ``name`` at global rows ``idx`` (any shape; the result keeps it)."""
-        flat_view, off = self._flat_where[name]
-        return flat_view.take(self._flat(idx, off), axis=0)
 
-    def is_sampleable_at(self, idx) -> np.ndarray:
-        return self._samp_f.take(self._flat(idx))
+def take(rings, name: str, idx) -> np.ndarray:
+    """Column ``name`` at global rows ``idx`` (any shape; the result keeps it)."""
+    flat_view, off = rings._flat_where[name]
+    return flat_view.take(flat_positions(rings, idx, off), axis=0)
 
-    def step_number_at(self, idx) -> np.ndarray:
-        return self._steps_f.take(self._flat(idx))
 
-    def _episode_at(self, idx):
-        """``(local row, rows of its lane, step number, episode length)`` of global rows."""
-        lane, r, pos = self._located_rows(idx)
-        flat = pos % self._P + lane * self._P
-        m, step = self._m[lane], self._step[lane]
-        current = r >= m - np.minimum(step, m)  # entries of the episode still running
-        lens = np.where(current, step - 1, self._lens_f.take(flat))
-        return r, m - 1, self._steps_f.take(flat), lens
+def is_sampleable_at(rings, idx) -> np.ndarray:
+    return rings._samp_f.take(flat_positions(rings, idx))
 
-    def episode_length_at(self, idx) -> np.ndarray:
-        return self._episode_at(idx)[3]
 
-    def rows_ahead_at(self, idx) -> np.ndarray:
-        r, rows, steps, lens = self._episode_at(idx)
-        return np.minimum(lens - steps + 1, rows - r)
+def step_number_at(rings, idx) -> np.ndarray:
+    return rings._steps_f.take(flat_positions(rings, idx))
 
-    def rows_behind_at(self, idx) -> np.ndarray:
-        r, _, steps, _ = self._episode_at(idx)
-        return np.minimum(steps, r + 1)
 
-    @property
-    def n_sampleable(self) -> int:
-        return self._n_samp
+def episode_length_at(rings, idx) -> np.ndarray:
+    return episode_at(rings, idx)[3]
 
-    def sampleable_indices(self) -> np.ndarray:
-        return np.flatnonzero(self.sampleable_inds)
 
-    def _all_rows(self) -> np.ndarray:
-        return np.arange(len(self), dtype=np.int64)
+def rows_ahead_at(rings, idx) -> np.ndarray:
+    r, held, steps, lens = episode_at(rings, idx)
+    return np.minimum(lens - steps + 1, held - r)
 
-    @property
-    def sampleable_inds(self) -> np.ndarray:
-        return self.is_sampleable_at(self._all_rows())
 
-    @property
-    def step_numbers(self) -> np.ndarray:
-        return self.step_number_at(self._all_rows())
+def rows_behind_at(rings, idx) -> np.ndarray:
+    r, _, steps, _ = episode_at(rings, idx)
+    return np.minimum(steps, r + 1)
 
-    @property
-    def episodes_lengths(self) -> np.ndarray:
-        return self.episode_length_at(self._all_rows())
 
-    def episode_rows(self) -> list:
-        """Global sampleable rows of every stored episode: lane by lane, oldest first."""
-        out, P = [], self._P
-        for lane, o in enumerate(self._offsets()[:-1].tolist()):
-            pos = (self._start[lane] + np.arange(self._m[lane])) % P  # all its states
-            out += episode_row_lists(self._steps[lane, pos], self._samp[lane, pos], o)
-        return out
+def n_sampleable(rings) -> int:
+    return rings._n_samp
 
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            if key not in self._keys:
-                raise TraceKeyError(f"no trace named {key!r}; the traces are {self._keys}")
-            return self.take(key, self._all_rows())
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            n = len(self)
-            i = key + n if -n <= key < 0 else key
-            if not 0 <= i < n or not self.is_sampleable_at(np.array([i]))[0]:
-                raise IndexError(f"row {key} is not sampleable (an episode's last state, an "
-                                 f"incomplete step or out of range for {n} rows)")
-            return self._row(i)
-        raise TypeError(f"index a LanedEpisodesBuffer with a trace name or a row, got {key!r}")
 
-    def _row(self, i: int) -> dict:
-        at = np.array([i])
-        return {name: self.take(name, at)[0] for name in self._keys}
+def sampleable_indices(rings) -> np.ndarray:
+    return np.flatnonzero(sampleable_inds(rings))
 
-    def __iter__(self):
-        for i in self.sampleable_indices():
-            yield self._row(int(i))
+
+def sampleable_inds(rings) -> np.ndarray:
+    return is_sampleable_at(rings, np.arange(len(rings), dtype=np.int64))
+
+
+def step_numbers(rings) -> np.ndarray:
+    return step_number_at(rings, np.arange(len(rings), dtype=np.int64))
+
+
+def episodes_lengths(rings) -> np.ndarray:
+    return episode_length_at(rings, np.arange(len(rings), dtype=np.int64))
+
+
+def episode_at(rings, idx):
+    """``(local row, rows of its lane, step number, episode length)`` of global rows."""
+    lane, r, pos = located_rows(rings, idx)
+    flat = pos % rings._P + lane * rings._P
+    m, step = rings._m[lane], rings._step[lane]
+    current = r >= m - np.minimum(step, m)  # entries of the episode still running
+    lens = np.where(current, step - 1, rings._lens_f.take(flat))
+    return r, m - 1, rings._steps_f.take(flat), lens
+
+
+def episode_rows(rings) -> list:
+    """Global sampleable rows of every stored episode: lane by lane, oldest first."""
+    out, P = [], rings._P
+    for lane, o in enumerate(rings._offsets()[:-1].tolist()):
+        pos = (rings._start[lane] + np.arange(rings._m[lane])) % P  # all its states
+        out += episode_row_lists(rings._steps[lane, pos], rings._samp[lane, pos], o)
+    return out
+
+
+def item(rings, key):
+    """``rings[key]``: a column by name, or a sampleable row by global index."""
+    if isinstance(key, str):
+        if key not in rings._keys:
+            raise TraceKeyError(f"no trace named {key!r}; the traces are {rings._keys}")
+        return take(rings, key, np.arange(len(rings), dtype=np.int64))
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        n = len(rings)
+        i = key + n if -n <= key < 0 else key
+        if not 0 <= i < n or not is_sampleable_at(rings, np.array([i]))[0]:
+            raise IndexError(f"row {key} is not sampleable (an episode's last state, an "
+                             f"incomplete step or out of range for {n} rows)")
+        return row(rings, i)
+    raise TypeError(f"index a LanedEpisodesBuffer with a trace name or a row, got {key!r}")
+
+
+def rows(rings):
+    """``iter(rings)``: the sampleable rows, as dicts, in global order."""
+    for i in sampleable_indices(rings):
+        yield row(rings, int(i))
+
+
+def row(rings, i: int) -> dict:
+    """Global row ``i`` as a dict of every trace's value."""
+    at = np.array([i])
+    return {name: take(rings, name, at)[0] for name in rings._keys}

@@ -20,6 +20,10 @@ Episode bookkeeping follows `EpisodesBuffer` exactly, under the same rules
 While every push reaches every lane, all lanes keep the same ring geometry (a step and a new
 episode both add one state), so writes use one column index (*uniform* mode); pushes to some
 lanes, pops and bulk inserts switch to per-lane positions.
+
+The class holds the storage and the per-step push; the reads (`trajectories.lanes.ring_reads`)
+and the bulk inserts, removals and clearing (`trajectories.lanes.ring_edits`) are functions
+over it that its methods call.
 """
 
 from __future__ import annotations
@@ -28,41 +32,29 @@ import math
 
 import numpy as np
 
+import trajectories.lanes.ring_edits as ring_edits
+import trajectories.lanes.ring_reads as ring_reads
 from trajectories._casting import fast_tables
-from trajectories._episode_rules import EMPTY, FULL, PARTIAL, STARTED, STEPPING
-from trajectories.episodes import EpisodesBuffer
-from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer, _as_mask, register_storage
-from trajectories.lanes.ring_edits import _RingEdits
-from trajectories.lanes.ring_reads import _RingReads
-from trajectories.traces import Traces
+from trajectories._episode_rules import EMPTY, FULL, KEPT, PARTIAL, STARTED, STEPPING
+from trajectories.lanes.base import (
+    _NO_ROWS,
+    NO_CONTROLS,
+    LanedEpisodesBuffer,
+    _as_mask,
+    lane_controls,
+)
 
-__all__ = ["RingLanes", "ring_layout"]
-
-
-def ring_layout(traces) -> bool:
-    """Whether ``traces`` suit `RingLanes`: plain `Traces` of rings (no wrapper), one state
-    multiplex, every other slot a plain trace, every dtype known."""
-    if isinstance(traces, EpisodesBuffer):
-        traces = traces.traces
-    if not isinstance(traces, Traces) or type(traces).push is not Traces.push \
-            or type(traces).pad is not Traces.pad:
-        return False
-    if not math.isfinite(traces.capacity) or len(traces):
-        return False
-    mux = [s for s in traces.slots if len(s) == 2]
-    if len(mux) != 1 or mux[0][1] == "next_action" or any(len(s) > 2 for s in traces.slots):
-        return False
-    return all(traces.take(name, _NO_ROWS).dtype != object for name in traces.keys())
+__all__ = ["RingLanes"]
 
 
-class RingLanes(_RingReads, _RingEdits, LanedEpisodesBuffer):
-    """`LanedEpisodesBuffer` for SARTS-like ring layouts; ``LanedEpisodesBuffer(traces, n)``
-    builds one when ``traces`` suit it (see `ring_layout`). Same interface and contents.
+class RingLanes(LanedEpisodesBuffer):
+    """`LanedEpisodesBuffer` for SARTS-like ring layouts; ``split_lanes(traces, n)`` builds one
+    when ``traces`` suit it (see `trajectories.lanes.ring_layout`). Same interface and contents.
 
     Example:
         >>> import numpy as np
-        >>> from trajectories import CircularArraySARTSTraces, LanedEpisodesBuffer
-        >>> lb = LanedEpisodesBuffer(CircularArraySARTSTraces(capacity=4), n_lanes=2)
+        >>> from trajectories import CircularArraySARTSTraces, split_lanes
+        >>> lb = split_lanes(CircularArraySARTSTraces(capacity=4), 2)
         >>> type(lb).__name__
         'RingLanes'
         >>> lb.push(state=np.array([0, 10]))
@@ -116,9 +108,7 @@ class RingLanes(_RingReads, _RingEdits, LanedEpisodesBuffer):
               "_offsets_at")
 
     def __getstate__(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
-        state["_cast_plans"] = {}
-        return state
+        return {k: v for k, v in super().__getstate__().items() if k not in self._VIEWS}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -134,6 +124,8 @@ class RingLanes(_RingReads, _RingEdits, LanedEpisodesBuffer):
         self._filled = False  # every lane holds a state: a step may go to any lane
         self._uniform = True  # every lane has the same start and m (kept in _us, _um)
         self._us = self._um = 0
+        self._kept = np.zeros(n, dtype=bool)  # lanes whose lone state was kept by a clear
+        self._any_kept = False
 
     # -- layout ---------------------------------------------------------------------------------
     @property
@@ -159,21 +151,22 @@ class RingLanes(_RingReads, _RingEdits, LanedEpisodesBuffer):
         return cached[1]
 
     def open_lanes(self) -> np.ndarray:
-        return self._phases() == STARTED
+        return np.isin(self._phases(), (KEPT, STARTED))
 
     def running_lanes(self) -> np.ndarray:
         return self._phases() == STEPPING
 
     def _phases(self) -> np.ndarray:
         """Where each lane's newest episode stands (these layouts have no completion)."""
-        return np.where(self._m == 0, EMPTY, np.where(self._step == 1, STARTED, STEPPING))
+        return np.where(self._m == 0, EMPTY, np.where(
+            self._kept, KEPT, np.where(self._step == 1, STARTED, STEPPING)))
 
     def _in_phase(self, phase: int) -> np.ndarray:
         """The lanes whose newest episode stands in ``phase``."""
         if phase == EMPTY:
             return self._m == 0
         if phase == STARTED:
-            return (self._step == 1) & (self._m > 0)
+            return (self._step == 1) & (self._m > 0) & ~self._kept
         return self._step > 1
 
     def _check(self, kind: int, lanes: np.ndarray, restart: bool = False) -> None:
@@ -189,20 +182,17 @@ class RingLanes(_RingReads, _RingEdits, LanedEpisodesBuffer):
                 raise self._rules.refusal(kind, phase, lane=int(np.flatnonzero(bad)[0]))
 
     # -- push -----------------------------------------------------------------------------------
-    def _push_row(self, row: dict, episode_start=None, lanes=None, restart=False) -> int:
+    def _push_row(self, key_set, row: dict) -> int:
+        episode_start, lanes, restart = lane_controls(row) if key_set.controls else NO_CONTROLS
         n = self.n_lanes
-        if "episode_start" in row or "lanes" in row or "restart" in row:  # Trajectory(container)
-            row = dict(row)
-            episode_start, lanes = row.pop("episode_start", None), row.pop("lanes", None)
-            restart = row.pop("restart", False)
-        kind = self._kind(tuple(row))
+        kind = key_set.kind
         chosen = None if lanes is None else _as_mask(lanes, n, "lanes")
         if chosen is not None and chosen.all():
             chosen = None
         starts = None if episode_start is None else _as_mask(episode_start, n, "episode_start")
         if starts is not None and (kind == PARTIAL or not starts.any()):
             starts = None  # a partial push starts an episode in every lane it reaches anyway
-        cast = self._cast(row)
+        cast = self._cast(key_set, row)
         name = self._state_names[0] if self._state_names[0] in cast else self._state_names[1]
         state = cast[name]
         if chosen is None:
@@ -227,6 +217,9 @@ class RingLanes(_RingReads, _RingEdits, LanedEpisodesBuffer):
         if kind == PARTIAL or part is not None:
             self._check(PARTIAL, np.ones(n, dtype=bool) if part is None else part, restart)
         self._version += 1
+        if self._any_kept:
+            self._release_kept(np.ones(n, dtype=bool) if kind == PARTIAL else part)
+            uniform = self._uniform
         if uniform:
             if self._um == P:  # every ring is full: each lane's oldest state and row go
                 s = self._us
@@ -305,6 +298,8 @@ class RingLanes(_RingReads, _RingEdits, LanedEpisodesBuffer):
         self._check(PARTIAL, part, restart)
         self._version += 1
         self._uniform = False
+        if self._any_kept:
+            self._release_kept(part, full | part)
         lanes = np.flatnonzero(full | part)
         ev = lanes[m[lanes] == P]
         if ev.size:  # full rings: the oldest state and row go
@@ -337,6 +332,23 @@ class RingLanes(_RingReads, _RingEdits, LanedEpisodesBuffer):
         self.last_full = full
         return int(f.size)
 
+    def _release_kept(self, starts, reached=None) -> None:
+        """Before a push reaches ``reached`` (a bool mask; None: every lane): the kept states of
+        the lanes in ``starts`` (a bool mask, or None) go, a new episode replaces them; the
+        other reached lanes continue from theirs. Runs only after every check passed."""
+        kept = self._kept
+        if starts is not None:
+            gone = kept & starts
+            if gone.any():
+                self._m[gone] = 0
+                self._step[gone] = 0
+                self._uniform = self._filled = False
+        if reached is None:
+            kept[:] = False
+        else:
+            kept[reached] = False
+        self._any_kept = bool(kept.any())
+
     def _finish(self, lanes) -> None:
         """The running episodes of ``lanes`` end: write their length over their entries."""
         P, lens = self._P, self._lens
@@ -348,9 +360,35 @@ class RingLanes(_RingReads, _RingEdits, LanedEpisodesBuffer):
             lens[lane, a:b] = step - 1
             lens[lane, :a + k - b] = step - 1
 
-    def clear(self) -> None:
-        self._reset_geometry()
-        self._version += 1
+    # -- reads: functions over the arrays above, in `trajectories.lanes.ring_reads` -----------
+    take = ring_reads.take
+    is_sampleable_at = ring_reads.is_sampleable_at
+    step_number_at = ring_reads.step_number_at
+    episode_length_at = ring_reads.episode_length_at
+    rows_ahead_at = ring_reads.rows_ahead_at
+    rows_behind_at = ring_reads.rows_behind_at
+    n_sampleable = property(ring_reads.n_sampleable)
+    sampleable_indices = ring_reads.sampleable_indices
+    sampleable_inds = property(ring_reads.sampleable_inds)
+    step_numbers = property(ring_reads.step_numbers)
+    episodes_lengths = property(ring_reads.episodes_lengths)
+    episode_rows = ring_reads.episode_rows
+    __getitem__ = ring_reads.item
+    __iter__ = ring_reads.rows
 
+    # -- edits (`trajectories.lanes.ring_edits`) ------------------------------------------------
+    def extend(self, lane: int, *, new_episode: bool = True, **columns) -> int:
+        """Bulk-insert steps into one lane; the columns as for `EpisodesBuffer.extend`."""
+        return ring_edits.extend(self, lane, new_episode, columns)
 
-register_storage(ring_layout, RingLanes)
+    def pop(self, lane: int):
+        """Remove the newest state of ``lane`` and the row leading to it; return that row."""
+        return ring_edits.pop(self, lane)
+
+    def popleft(self, lane: int):
+        """Remove the oldest state of ``lane`` and its row; return that row."""
+        return ring_edits.popleft(self, lane)
+
+    def clear(self, keep_running_episodes: bool = False) -> None:
+        """Empty every lane (see `LanedEpisodesBuffer`)."""
+        ring_edits.clear(self, keep_running_episodes)

@@ -193,20 +193,6 @@ def test_act_raising_on_valid_actions():
     assert problem.startswith("act(") and "ZeroDivisionError: oops" in problem
 
 
-def test_last_action_not_recorded():
-    class Forgets(GoodEnv):
-        def act(self, action):
-            if action not in (0, 1):
-                raise ValueError(f"bad action {action!r}")
-            self.t += 1
-            self._state = self._state + 1
-
-        act._records_last_action = True  # claims to record it, but does not
-
-    [problem] = problems_of(Forgets())
-    assert "last_action is None" in problem
-
-
 def test_not_an_env():
     with pytest.raises(TypeError, match="stagerl.Env"):
         rl.check_env(object())

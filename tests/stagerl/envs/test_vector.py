@@ -43,7 +43,6 @@ def test_next_step_autoreset():
     assert env.reward.tolist() == [1.0, 100.0]
     assert env.is_terminated.tolist() == [True, False]
     assert env.episode_start.tolist() == [False, False]
-    assert env.last_action.tolist() == [1, 0]
     env.act(np.array([1, 1]))
     # lane 0 was only reset: no transition, reward 0, flags cleared; lane 1 terminates
     assert lanes(env.state) == [(0, 1, 0), (1, 0, 2)]

@@ -233,3 +233,105 @@ def test_trajectory_split_for_another_vector_env_is_refused():
 def test_gymnasium_single_env_is_refused():
     with pytest.raises(TypeError, match="GymEnv"):
         rl.GymVectorEnv(gymnasium.make("CartPole-v1"))
+
+
+# -- SARSA layouts on an async vector env -------------------------------------------------------
+def stored(container):
+    """Everything a container holds, lane by lane: every column, the metadata."""
+    return ({k: container[k].tolist() for k in container.keys()},
+            container.sampleable_inds.tolist(), container.step_numbers.tolist(),
+            container.episodes_lengths.tolist(), container.lane_lengths())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_sartsa_agent_on_an_async_vector_env_stores_what_the_sync_one_stores(mode):
+    """The action completing an episode that SAME_STEP autoreset ended is planned on the env
+    itself, shown at its final states (an AsyncVectorEnv cannot be copied)."""
+    runs = {}
+    for vectorization in ("sync", "async"):
+        env = rl.GymVectorEnv(scripted_vector_env(LENGTHS, mode, vectorization))
+        agent = rl.Agent(rl.RandomPolicy(rng=0),
+                         rl.Trajectory(traces(layout=rl.CircularArraySARTSATraces)))
+        try:
+            rl.run(agent, env, rl.StopAfterNSteps(17 * env.num_envs, progress=False))
+        finally:
+            env.close()
+        runs[vectorization] = (stored(agent.trajectory.container), agent.policy.rng.random())
+    assert runs["async"] == runs["sync"]
+    columns = runs["sync"][0][0]
+    assert len(columns["next_action"]) > 20 and sum(runs["sync"][0][1]) > 20
+
+
+# -- traces the Agent fills, per lane ---------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+def test_the_agent_fills_a_truncated_trace_in_every_lane(mode):
+    layout = rl.CircularArraySARTSTraces(capacity=300, state=(np.int64, (3,)),
+                                         extra={"truncated": (np.bool_, ())})
+    env = rl.GymVectorEnv(scripted_vector_env(LENGTHS, autoreset_mode=mode))
+    agent = rl.Agent(Scripted(), rl.Trajectory(layout))
+    rl.run(agent, env, rl.StopAfterNSteps(20 * env.num_envs, progress=False))
+    c = agent.trajectory.container
+    for lane in range(3):
+        rows = lane_rows(c, lane)
+        next_states = c.take("next_state", rows)
+        # odd episodes are cut by the time limit at t = length + 1, never terminated
+        cut = (next_states[:, 1] % 2 == 1) & (next_states[:, 2] == LENGTHS[lane] + 1)
+        assert c.take("truncated", rows).tolist() == cut.tolist() and cut.any()
+        assert not (c.take("terminal", rows) & cut).any()
+
+
+def test_legal_action_masks_with_same_step_autoreset_are_refused_before_anything_is_stored():
+    env = rl.GymVectorEnv(scripted_vector_env(LENGTHS, autoreset_mode=AutoresetMode.SAME_STEP))
+    layout = rl.CircularArraySLARTTraces(capacity=30, state=(np.int64, (3,)),
+                                         legal_actions_mask=(np.bool_, (2,)))
+    agent = rl.Agent(Scripted(), rl.Trajectory(layout))
+    with pytest.raises(ValueError, match="AutoresetMode.NEXT_STEP"):
+        rl.run(agent, env, rl.StopAfterNSteps(6, progress=False))
+    assert len(agent.trajectory) == 0
+
+
+# -- a fresh rollout while the sub-envs' episodes go on -----------------------------------------
+class RolloutLearner(rl.Policy):
+    """Acts as `Scripted`; learns from each rollout of ``n`` transitions (it records them, lane
+    by lane) and starts the next with ``trajectory.clear(keep_running_episodes=True)``."""
+
+    def __init__(self):
+        self.rollouts = []
+
+
+@rl.plan.dispatch
+def _plan_rollout_learner(policy: RolloutLearner, env: rl.Env):
+    return _plan_scripted(Scripted(), env)
+
+
+@rl.optimise.dispatch
+def _optimise_rollout_learner(policy: RolloutLearner, stage: rl.PostActStage, trajectory):
+    for container in trajectory:
+        policy.rollouts.append([transitions(container, lane_rows(container, lane))
+                                for lane in range(container.n_lanes)])
+        trajectory.clear(keep_running_episodes=True)
+
+
+@pytest.mark.parametrize("layout", [rl.CircularArraySARTSTraces, rl.CircularArraySARTSATraces])
+@pytest.mark.parametrize("mode", MODES)
+def test_rollouts_cleared_keeping_running_episodes_hold_every_transition_once(mode, layout):
+    """Rollout after rollout, each lane's transitions are exactly those a trajectory that is
+    never cleared stores, in order: none lost at a rollout's end, none twice, none pairing a
+    kept state with the wrong next state."""
+    acts, n = 25, 7
+    env = rl.GymVectorEnv(scripted_vector_env(LENGTHS, autoreset_mode=mode))
+    controller = rl.InsertSampleRatioController(ratio=1 / n, threshold=n)
+    agent = rl.Agent(RolloutLearner(), rl.Trajectory(traces(layout=layout), controller=controller))
+    rl.run(agent, env, rl.StopAfterNSteps(acts * env.num_envs, progress=False))
+    rollouts = agent.policy.rollouts
+    assert len(rollouts) >= 5
+    whole, _ = run_vector(mode, acts, layout)  # the same run, never cleared
+    left = agent.trajectory.container
+    for lane in range(3):
+        learned = [row for rollout in rollouts for row in rollout[lane]]
+        learned += transitions(left, lane_rows(left, lane))  # the rollout still collecting
+        assert learned == transitions(whole.trajectory.container,
+                                      lane_rows(whole.trajectory.container, lane))
+    # a rollout starts inside running episodes: its first state of lane 2 (episodes of 5, 6
+    # steps) is mid-episode
+    assert any(r[2] and r[2][0][0][2] > 0 for r in rollouts[1:])

@@ -1,5 +1,7 @@
-"""Agent(policy, trajectory): its default pushes, truncation, SARTSA completion, reproducibility."""
+"""Agent(policy, trajectory): its default pushes, truncation, SARTSA completion, the traces it
+fills, reproducibility."""
 
+import gymnasium
 import numpy as np
 import pytest
 
@@ -204,3 +206,77 @@ def test_policy_to_cuda_moves_everything_there():
     assert next(policy.net.parameters()).is_cuda and policy.tensor.is_cuda
     state = policy.optimiser.state[next(policy.net.parameters())]
     assert state["exp_avg"].is_cuda
+
+
+# ---- traces the Agent knows are filled when the trajectory has them --------------------------
+
+
+def _scripted_lane(length=2):
+    from scripted_envs import scripted_env
+
+    return rl.GymEnv(scripted_env(0, length))  # terminated after 2 steps, then truncated after 3
+
+
+def test_the_default_agent_fills_a_truncated_trace_with_every_step():
+    env = _scripted_lane()
+    traces = rl.CircularArraySARTSTraces(capacity=50, env=env, extra={"truncated": (np.bool_, ())})
+    agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(traces))
+    rl.run(agent, env, rl.StopAfterNEpisodes(4, progress=False))
+    c = agent.trajectory.container
+    rows = c.sampleable_indices()
+    steps = [(int(s[1]), int(s2[2])) for s, s2 in zip(c.take("state", rows),
+                                                        c.take("next_state", rows), strict=True)]
+    # (episode, t after the step): episodes 0, 2 terminate at t = 2; 1, 3 are cut at t = 3
+    assert steps == [(0, 1), (0, 2), (1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 1), (3, 2),
+                     (3, 3)]
+    assert c.take("truncated", rows).tolist() == [False, False, False, False, True] * 2
+    assert c.take("terminal", rows).tolist() == [False, True, False, False, False] * 2
+
+
+def test_the_default_agent_fills_legal_action_masks_with_every_state():
+    class Corridor(rl.Env):
+        """States 0..3; left is illegal at 0; the episode ends at 3."""
+
+        action_space = gymnasium.spaces.Discrete(2)
+        state_space = gymnasium.spaces.Discrete(4)
+
+        def reset(self):
+            self._s = 0
+
+        def act(self, action):
+            self._s = max(self._s + (1 if action else -1), 0)
+
+        state = property(lambda self: self._s)
+        reward = property(lambda self: 0.0)
+        is_terminated = property(lambda self: self._s == 3)
+        legal_actions_mask = property(lambda self: np.array([self._s > 0, True]))
+
+    traces = rl.CircularArraySLARTTraces(capacity=50, env=Corridor())
+    agent = rl.Agent(rl.RandomPolicy(rng=1), rl.Trajectory(traces))
+    rl.run(agent, Corridor(), rl.StopAfterNEpisodes(2, progress=False))
+    c = agent.trajectory.container
+    rows = c.sampleable_indices()
+    for name, state in (("legal_actions_mask", "state"),
+                        ("next_legal_actions_mask", "next_state")):
+        masks, states = c.take(name, rows), c.take(state, rows)
+        assert masks.tolist() == [[s > 0, True] for s in states.tolist()]
+    assert (c.take("action", rows)[c.take("state", rows) == 0] == 1).all()  # only legal moves
+
+
+def test_a_legal_actions_mask_trace_needs_the_env_to_give_masks():
+    traces = rl.CircularArraySLARTTraces(capacity=10, legal_actions_mask=(np.bool_, (2,)))
+    agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(traces))
+    with pytest.raises(TypeError, match="RandomWalk1D has no legal_actions_mask"):
+        rl.run(agent, rl.RandomWalk1D(), rl.StopAfterNSteps(3, progress=False))
+    assert len(agent.trajectory.container.step_numbers) == 0  # nothing half-stored
+
+
+def test_given_extra_values_win_over_the_ones_the_agent_knows():
+    env = _scripted_lane()
+    traces = rl.CircularArraySARTSTraces(capacity=50, env=env, extra={"truncated": (np.bool_, ())})
+    agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(traces))
+    env.reset()
+    rl.push(agent, rl.PreEpisodeStage(), env)
+    env.act(0)
+    rl.record_step(agent, env, 0, truncated=True)
+    assert agent.trajectory.container["truncated"].tolist() == [True]
