@@ -38,7 +38,9 @@ class PlayerLanes:
     __slots__ = ("laned_push", "container", "n_lanes", "lane_masks", "lane", "view", "adds_mask")
 
     def __init__(self, trajectory: Any, n_lanes: int, adds_mask: bool) -> None:
-        self.laned_push = trajectory.push
+        # The class's own push: a trajectory installed again (a copy, a second run) must not
+        # wrap the recorder it already carries.
+        self.laned_push = type(trajectory).push.__get__(trajectory)
         self.container = trajectory.container
         self.n_lanes = n_lanes
         self.lane_masks = [np.arange(n_lanes) == lane for lane in range(n_lanes)]
