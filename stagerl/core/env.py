@@ -20,15 +20,22 @@ class Env:
     * ``is_truncated``: the episode was cut (a time limit); learning bootstraps from ``state``.
     * ``last_action`` is ``None`` until the first :meth:`act`; :meth:`reset` leaves it. The base
       class records it around every subclass's ``act``, so hooks can read it.
+    * ``num_envs``, ``single_action_space`` and ``single_state_space``: the single-env view
+      that every env answers, so code reads one sub-env's spaces and the number of sub-envs the
+      same way from one env (1, and its own spaces) and from a :class:`VectorEnv`.
 
     Example:
         >>> import stagerl as rl
         >>> env = rl.RandomWalk1D()
         >>> env.reset(); env.act(1); (env.state, env.reward, env.last_action)
         (4, 0.0, 1)
+        >>> env.num_envs, env.single_state_space == env.state_space
+        (1, True)
     """
 
     last_action: Any = None
+    #: Sub-envs stepped by one ``act``: 1, except for a :class:`VectorEnv`.
+    num_envs: int = 1
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -76,6 +83,16 @@ class Env:
     def state_space(self) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement state_space")
 
+    @property
+    def single_action_space(self) -> Any:
+        """One sub-env's action space: for a single env, ``action_space``."""
+        return self.action_space
+
+    @property
+    def single_state_space(self) -> Any:
+        """One sub-env's state space: for a single env, ``state_space``."""
+        return self.state_space
+
 
 class VectorEnv(Env):
     """Base class of environments that step ``num_envs`` sub-envs (lanes) at once.
@@ -100,8 +117,6 @@ class VectorEnv(Env):
 
     :class:`~stagerl.GymVectorEnv` adapts gymnasium's vector envs.
     """
-
-    num_envs: int = 1
 
     @property
     def any_episode_start(self) -> bool:
