@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from stagerl.experiments import names, run
+from stagerl.experiments import names, train
 
 NAME = "tabular-q-random-walk"
 ENV = {**os.environ, "CI": "1"}
@@ -201,7 +201,7 @@ def test_an_existing_log_directory_is_refused_untouched_unless_overwrite(tmp_pat
 
 def test_plot_one_and_several_runs(tmp_path):
     for seed in (0, 1):
-        run(NAME, steps=300, seed=seed, logdir=tmp_path / f"s{seed}", progress=False,
+        train(NAME, steps=300, seed=seed, logdir=tmp_path / f"s{seed}", progress=False,
             tensorboard=False)
     one = stagerl("plot", "s0", cwd=tmp_path)
     assert one.returncode == 0 and one.stdout.strip() == str(Path("s0") / "learning_curve.png")

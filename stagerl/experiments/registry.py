@@ -131,9 +131,15 @@ def __getattr__(name: str) -> Any:
 
 
 def settable_fields(config_type: type) -> list[str]:
-    """The fields of a settings dataclass that its constructor takes (the hyper-parameters),
-    in the dataclass's order."""
-    return [f.name for f in dataclasses.fields(config_type) if f.init]
+    """The fields of a settings dataclass that its constructor takes (the hyper-parameters):
+    the run's settings (``steps``, ``torch_threads``, ``env_id``, ``num_envs``) first, then the
+    others in the dataclass's order."""
+    fields = [f.name for f in dataclasses.fields(config_type) if f.init]
+    return sorted(fields, key=lambda name: name not in _RUN_SETTINGS)  # a stable sort
+
+
+#: The run's settings (those of stagerl.experiments.settings.GymRunSettings), listed first.
+_RUN_SETTINGS = ("steps", "torch_threads", "env_id", "num_envs")
 
 
 def configure(name_or_experiment: str | NamedExperiment, **overrides: Any) -> Any:
@@ -314,20 +320,17 @@ def hyper_parameters(name_or_experiment: str | NamedExperiment) -> list[tuple[st
     for cls in reversed(config_type.__mro__):  # a subclass's word wins over its base's
         comments.update(_docstring_attributes(cls))
         comments.update(_field_comments(cls))
-    from stagerl.experiments.settings import GymRunSettings
-
-    run_settings = settable_fields(GymRunSettings)
-    fields = [f for f in dataclasses.fields(config_type) if f.init]
-    fields.sort(key=lambda f: f.name not in run_settings)  # stable: the run's settings first
+    fields = {f.name: f for f in dataclasses.fields(config_type)}
     out = []
-    for f in fields:
+    for f in (fields[name] for name in settable_fields(config_type)):
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
         else:
             default = None
-        out.append((f.name, _type_name(hints[f.name]), default, comments.get(f.name, "")))
+        comment = comments.get(f.name, "").replace("``", "")
+        out.append((f.name, _type_name(hints[f.name]), default, comment))
     return out
 
 

@@ -83,9 +83,10 @@ def gym_env(config: GymRunSettings, seed: int) -> Any:
     from stagerl.envs.gym import GymEnv
     from stagerl.envs.vector import GymVectorEnv
 
-    if config.num_envs > 1:
-        return GymVectorEnv(config.env_id, num_envs=config.num_envs, seed=seed)
-    return GymEnv(config.env_id, seed=seed)
+    with _naming_env_id(config):
+        if config.num_envs > 1:
+            return GymVectorEnv(config.env_id, num_envs=config.num_envs, seed=seed)
+        return GymEnv(config.env_id, seed=seed)
 
 
 def same_step_vector_env(config: GymRunSettings, seed: int) -> Any:
@@ -94,7 +95,19 @@ def same_step_vector_env(config: GymRunSettings, seed: int) -> Any:
     ``stagerl.algorithms.on_policy.make_vector_env``)."""
     from stagerl.algorithms.on_policy import make_vector_env
 
-    return make_vector_env(config.env_id, config.num_envs, seed)
+    with _naming_env_id(config):
+        return make_vector_env(config.env_id, config.num_envs, seed)
+
+
+@contextmanager
+def _naming_env_id(config: GymRunSettings) -> Iterator[None]:
+    """gymnasium's refusal of an env id as a ``ValueError`` that names the setting."""
+    import gymnasium
+
+    try:
+        yield
+    except gymnasium.error.Error as error:
+        raise ValueError(f"env_id={config.env_id!r}: {error}") from error
 
 
 @contextmanager

@@ -63,8 +63,8 @@ class SACConfig(ReplayConfig):
         ValueError: SACConfig: ent_coef must be "auto", ... got ent_coef='often'
     """
 
-    ent_coef: Any = "auto"
-    target_entropy: Any = "auto"
+    ent_coef: str | float = "auto"
+    target_entropy: str | float = "auto"
 
     def __post_init__(self) -> None:
         super().__post_init__()
