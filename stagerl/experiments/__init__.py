@@ -32,10 +32,10 @@ from stagerl.experiments.registry import (
     names,
 )
 from stagerl.experiments.runner import train
-from stagerl.experiments.settings import GymRunSettings, RunSettings
+from stagerl.experiments.settings import GymRunSettings, RunSettings, torch_threads
 
 __all__ = ["NamedExperiment", "RunSettings", "GymRunSettings", "names", "describe",
-           "get_experiment", "configure", "train", "learner_for"]
+           "get_experiment", "configure", "train", "torch_threads", "learner_for"]
 
 
 def run(*args: Any, **kwargs: Any) -> dict:

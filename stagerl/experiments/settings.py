@@ -27,9 +27,10 @@ __all__ = ["RunSettings", "GymRunSettings", "DEFAULT_TORCH_THREADS", "torch_thre
            "gym_env", "same_step_vector_env"]
 
 #: Torch's CPU threads during a named experiment's run. The networks here are small (a few
-#: 64- to 400-unit layers): one thread runs them fastest, and a second thread on a machine whose
-#: cores are busy made ``stagerl run ppo-cartpole --steps 4000`` many times slower
-#: (``docs/algorithms/index.md`` has the measurement).
+#: 64- to 400-unit layers): one thread runs them fastest. Measured on a 2-core machine whose
+#: cores other processes kept busy, ``stagerl run ppo-cartpole --steps 4000`` trained in 1.8 s
+#: on one thread and in 70 s on two (medians of 5 interleaved fresh processes; see
+#: ``docs/algorithms/index.md``).
 DEFAULT_TORCH_THREADS = 1
 
 
@@ -111,9 +112,15 @@ def _naming_env_id(config: GymRunSettings) -> Iterator[None]:
 
 
 @contextmanager
-def torch_threads(threads: int, device: Any) -> Iterator[None]:
-    """Inside the block, torch's CPU threads are ``threads`` for a run on the CPU (0, or a run
-    on an accelerator: torch's setting is left alone); the count before is restored after.
+def torch_threads(threads: int = DEFAULT_TORCH_THREADS, device: Any = "cpu") -> Iterator[None]:
+    """Inside the block, torch's CPU threads are ``threads`` (default
+    :data:`DEFAULT_TORCH_THREADS`) for work on the CPU (0, or a ``device`` that is an
+    accelerator: torch's setting is left alone); the count before is restored after. Every
+    named experiment trains (and builds its agent) inside it; a script or a notebook that runs
+    an agent itself can do the same::
+
+        with torch_threads():
+            rl.run(agent, env, rl.StopAfterNSteps(50_000))
 
     Example:
         >>> import torch

@@ -11,7 +11,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import stagerl as rl
-from stagerl.experiments import runner, train
+from stagerl.experiments import configure, names, runner, train
 from stagerl.experiments.runner import prepare
 
 NAME = "tabular-q-random-walk"
@@ -132,3 +132,42 @@ def test_without_a_terminal_progress_is_a_line_every_tenth_of_the_run(capsys, mo
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" | ")[0] for line in lines] == [
         f"env steps {n:,}/1,000" for n in range(100, 1001, 100)] + ["done: env steps 1,000/1,000"]
+
+
+# ---- torch's threads -------------------------------------------------------------------------
+
+
+class ThreadsSeen(rl.Hook):
+    """Torch's CPU threads at every PostAct of the run."""
+
+    def __init__(self):
+        self.seen = set()
+
+
+@rl.push.dispatch
+def _see_threads(hook: ThreadsSeen, stage: rl.PostActStage, policy, env):
+    hook.seen.add(torch.get_num_threads())
+
+
+@pytest.mark.parametrize("name", names())
+def test_every_named_experiment_trains_on_its_torch_threads_and_restores_them(name):
+    from stagerl.experiments.settings import DEFAULT_TORCH_THREADS
+
+    assert DEFAULT_TORCH_THREADS == 1
+    small = {"buffer_size": 64} if hasattr(configure(name), "buffer_size") else {}
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        seen = ThreadsSeen()
+        train(name, steps=8, seed=0, device="cpu", progress=False, hook=seen, **small)
+        assert seen.seen == {DEFAULT_TORCH_THREADS} and torch.get_num_threads() == 3
+        seen = ThreadsSeen()
+        train(name, steps=8, seed=0, device="cpu", progress=False, hook=seen, torch_threads=2,
+              **small)
+        assert seen.seen == {2} and torch.get_num_threads() == 3
+        seen = ThreadsSeen()
+        train(name, steps=8, seed=0, device="cpu", progress=False, hook=seen, torch_threads=0,
+              **small)
+        assert seen.seen == {3}  # 0: torch's own setting
+    finally:
+        torch.set_num_threads(before)
