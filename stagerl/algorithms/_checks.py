@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Settings", "settings_name", "check_types", "check_int", "check_number", "check_ints",
-           "check_numbers", "check_choice", "check_net_arch", "single_spaces"]
+           "check_numbers", "check_choice", "check_net_arch", "single_spaces",
+           "changed_settings"]
 
 
 def settings_name(owner: Any) -> str:
@@ -259,3 +260,17 @@ def single_spaces(env: Any, who: str) -> tuple[Any, Any, int]:
         raise TypeError(f"{who} needs a stagerl env with state_space and action_space (a "
                         f"stagerl.GymEnv or GymVectorEnv), got {type(env).__name__}; wrap "
                         "gymnasium envs in stagerl.GymEnv or stagerl.GymVectorEnv") from error
+
+
+def changed_settings(settings: Any) -> str:
+    """The fields of the dataclass ``settings`` that differ from their defaults, as
+    ``name=value, ...`` (a policy's repr shows them).
+
+    Example:
+        >>> from stagerl.algorithms import PPOConfig
+        >>> changed_settings(PPOConfig(n_steps=32, gamma=0.98))
+        'gamma=0.98, n_steps=32'
+    """
+    return ", ".join(f"{f.name}={getattr(settings, f.name)!r}"
+                     for f in dataclasses.fields(settings)
+                     if getattr(settings, f.name) != f.default)

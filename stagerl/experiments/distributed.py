@@ -12,7 +12,6 @@ agent as ``stagerl.experiments.train`` does; ``train(name, ray_workers=N)`` call
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from typing import Any
 
 from stagerl.core.evaluation import evaluate
@@ -26,6 +25,7 @@ from stagerl.experiments.registry import (
     EVAL_SEED_OFFSET,
     NamedExperiment,
     config_to_json,
+    evaluation_summary,
     get_experiment,
     make_eval_env,
 )
@@ -163,17 +163,10 @@ def train(experiment: str | NamedExperiment, config: Any, steps: int | None, see
         "env_steps": figures["env_steps"],
         "wall_seconds": figures["wall_seconds"],
         "steps_per_second": figures["steps_per_second"],
-        "eval_return_mean": statistics.fmean(returns),
-        "eval_return_std": statistics.pstdev(returns),
-        "eval_episodes": len(returns),
-        "evaluations": [] if during is None else [
-            {"env_step": s, "return_mean": statistics.fmean(r),
-             "return_std": statistics.pstdev(r)}
-            for s, r in zip(during.steps, during.returns, strict=True)],
+        **evaluation_summary(returns, during),
         "config": config_to_json(config),
         "workers": figures,
     }
-
 
 
 @dataclasses.dataclass(frozen=True)

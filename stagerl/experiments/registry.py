@@ -14,13 +14,9 @@ import ast
 import dataclasses
 import difflib
 import importlib
-import inspect
-import io
 import math
 import pkgutil
-import re
-import textwrap
-import tokenize
+import statistics
 import typing
 import warnings
 from collections.abc import Callable
@@ -28,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stagerl.experiments._field_docs import field_descriptions
+
 __all__ = ["NamedExperiment", "names", "describe", "get_experiment", "configure",
            "parse_overrides", "hyper_parameters", "make_eval_env", "config_to_json",
-           "json_value", "settable_fields"]
+           "json_value", "settable_fields", "evaluation_summary"]
 
 _ZOO = Path(__file__).resolve().parent / "zoo"
 #: Deterministic evaluation episodes at the end of every run.
@@ -71,6 +69,21 @@ class NamedExperiment:
         if self.make_eval_env is None and "env_id" not in fields:
             raise TypeError(f"{self.config.__name__} needs an env_id field, or pass "
                             "make_eval_env=")
+
+
+def evaluation_summary(returns: list[float], during: Any = None) -> dict[str, Any]:
+    """The summary's evaluation entries: the final ``returns`` (``eval_return_mean``,
+    ``eval_return_std``, ``eval_episodes``) and ``evaluations``, those of the ``Evaluate`` hook
+    ``during`` the run (``[]`` without one)."""
+    return {
+        "eval_return_mean": statistics.fmean(returns),
+        "eval_return_std": statistics.pstdev(returns),
+        "eval_episodes": len(returns),
+        "evaluations": [] if during is None else [
+            {"env_step": s, "return_mean": statistics.fmean(r),
+             "return_std": statistics.pstdev(r)}
+            for s, r in zip(during.steps, during.returns, strict=True)],
+    }
 
 
 def make_eval_env(experiment: NamedExperiment, config: Any, seed: int) -> Any:
@@ -316,10 +329,7 @@ def hyper_parameters(name_or_experiment: str | NamedExperiment) -> list[tuple[st
                   else name_or_experiment)
     config_type = experiment.config
     hints = typing.get_type_hints(config_type)
-    comments: dict[str, str] = {}
-    for cls in reversed(config_type.__mro__):  # a subclass's word wins over its base's
-        comments.update(_docstring_attributes(cls))
-        comments.update(_field_comments(cls))
+    comments = field_descriptions(config_type)
     fields = {f.name: f for f in dataclasses.fields(config_type)}
     out = []
     for f in (fields[name] for name in settable_fields(config_type)):
@@ -329,67 +339,5 @@ def hyper_parameters(name_or_experiment: str | NamedExperiment) -> list[tuple[st
             default = f.default_factory()
         else:
             default = None
-        comment = comments.get(f.name, "").replace("``", "")
-        out.append((f.name, _type_name(hints[f.name]), default, comment))
+        out.append((f.name, _type_name(hints[f.name]), default, comments.get(f.name, "")))
     return out
-
-
-def _docstring_attributes(cls: type) -> dict[str, str]:
-    """The entries of the ``Attributes:`` section of ``cls``'s own docstring (Google style:
-    ``name: text`` or ``a, b: text``, continued on more indented lines)."""
-    doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")
-    found: dict[str, str] = {}
-    lines = iter(doc.splitlines())
-    for line in lines:
-        if line.strip() == "Attributes:":
-            break
-    else:
-        return found
-    names: list[str] = []
-    indent = None
-    for line in lines:
-        if not line.strip():
-            if names:
-                continue
-            break
-        width = len(line) - len(line.lstrip())
-        if indent is None:
-            indent = width
-        if width < indent:
-            break
-        entry = re.match(r"\s*([\w, ]+):\s*(.*)", line) if width == indent else None
-        if entry:
-            names = [n.strip() for n in entry.group(1).split(",")]
-            for name in names:
-                found[name] = entry.group(2).strip()
-        elif names:
-            for name in names:
-                found[name] = f"{found[name]} {line.strip()}"
-    return found
-
-
-def _field_comments(cls: type) -> dict[str, str]:
-    """The ``# ...`` comments of the fields that ``cls`` itself declares."""
-    try:
-        source = textwrap.dedent(inspect.getsource(cls))
-    except (OSError, TypeError):
-        return {}
-    comments = {}
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT:
-            comments[token.start[0]] = (token.start[1], token.string.lstrip("#:").strip())
-    found = {}
-    (body,) = ast.parse(source).body
-    for node in body.body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            line = node.lineno
-            if line in comments and comments[line][0] > node.col_offset:
-                found[node.target.id] = comments[line][1]
-                continue
-            above = []
-            while line - 1 in comments and comments[line - 1][0] == node.col_offset:
-                line -= 1
-                above.insert(0, comments[line][1])
-            if above:
-                found[node.target.id] = " ".join(above)
-    return found

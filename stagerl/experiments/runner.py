@@ -15,7 +15,6 @@ and ``resume=True`` continues it from its newest checkpoint exactly as if it had
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from stagerl.experiments.registry import (
     NamedExperiment,
     config_to_json,
     configure,
+    evaluation_summary,
     get_experiment,
     json_value,
     make_eval_env,
@@ -244,13 +244,7 @@ def _trained(prepared: PreparedRun, hook: rl.Hook | None) -> dict[str, Any]:
         "env_steps": stop.step,
         "wall_seconds": wall,
         "steps_per_second": steps_here / wall if wall > 0 else float("inf"),
-        "eval_return_mean": statistics.fmean(returns),
-        "eval_return_std": statistics.pstdev(returns),
-        "eval_episodes": len(returns),
-        "evaluations": [] if evaluations is None else [
-            {"env_step": s, "return_mean": statistics.fmean(r),
-             "return_std": statistics.pstdev(r)}
-            for s, r in zip(evaluations.steps, evaluations.returns, strict=True)],
+        **evaluation_summary(returns, evaluations),
         "config": config_to_json(prepared.config),
         "versions": versions(),
         "total_seconds": time.perf_counter() - start,

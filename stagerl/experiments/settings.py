@@ -4,11 +4,10 @@ A named experiment's settings are one dataclass that derives from these and from
 config, overriding only the defaults it changes (every field can be set on the command line)::
 
     @dataclass
-    class Config(GymRunSettings, PPOConfig):
-        steps: int = 100_000
-        env_id: str = "CartPole-v1"
-        num_envs: int = 8
-        n_steps: int = 32
+    class Config(GymRunSettings, SACConfig):
+        steps: int = 50_000
+        env_id: str = "MountainCarContinuous-v0"
+        ent_coef: str | float = 0.1
 
 ``steps`` is the run's length; the algorithm's ``total_steps`` (over which its schedules run)
 follows it and is not set apart.

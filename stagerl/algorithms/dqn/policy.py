@@ -22,13 +22,13 @@ worker's ε follows the env steps of all workers (the weights functions at the e
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 import torch
 
+from stagerl.algorithms._checks import changed_settings
 from stagerl.algorithms.dqn.config import DQNConfig
 from stagerl.algorithms.dqn.networks import FrameStack, NumpyQNetwork, QNetwork
 from stagerl.algorithms.torch_state import move_fused_adam_steps
@@ -189,10 +189,8 @@ class DQNPolicy(Policy):
             frames.start()
 
     def __repr__(self) -> str:
-        changed = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)
-                   if getattr(self.config, f.name) != f.default}
-        settings = ", ".join(f"{k}={v!r}" for k, v in changed.items())
-        return f"DQNPolicy({settings}, device={str(self.device)!r})"
+        settings = changed_settings(self.config)
+        return f"DQNPolicy({settings + ', ' if settings else ''}device={str(self.device)!r})"
 
 
 # ---- acting ----------------------------------------------------------------------------------

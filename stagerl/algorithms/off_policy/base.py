@@ -10,7 +10,6 @@ its update (``sac_update``, ``td3_update``) in its module.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +19,7 @@ import torch
 
 from stagerl.algorithms._checks import (
     Settings,
+    changed_settings,
     check_int,
     check_ints,
     check_net_arch,
@@ -228,10 +228,9 @@ class ContinuousPolicy(Policy):
         self.generator.set_state(state["generator"])
 
     def __repr__(self) -> str:
-        changed = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)
-                   if getattr(self.config, f.name) != f.default}
-        settings = "".join(f"{k}={v!r}, " for k, v in changed.items())
-        return f"{type(self).__name__}({settings}device={str(self.device)!r})"
+        settings = changed_settings(self.config)
+        return (f"{type(self).__name__}({settings + ', ' if settings else ''}"
+                f"device={str(self.device)!r})")
 
 
 @plan.dispatch(precedence=DEFAULT_PRECEDENCE)

@@ -25,7 +25,7 @@ from torch.nn import functional as F
 from stagerl.algorithms._checks import check_choice, check_ints, check_numbers
 from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig
 from stagerl.algorithms.on_policy.networks import ActorCritic, build_model, check_spaces
-from stagerl.algorithms.on_policy.rollout import rollout_trajectory
+from stagerl.algorithms.on_policy.rollout import check_rollout_size, rollout_trajectory
 from stagerl.policies.agent import Agent
 
 __all__ = ["PPOConfig", "PPOPolicy", "ppo_loss", "ppo_diagnostics", "scheduled",
@@ -208,11 +208,7 @@ def make_ppo_agent(env: Any, config: PPOConfig | None = None, seed: int = 0,
     if not isinstance(config, PPOConfig):
         raise TypeError(f"{who} needs a PPOConfig, got {type(config).__name__}")
     _, _, n_envs = check_spaces(env, who)
-    if config.n_steps * n_envs < config.batch_size:
-        raise ValueError(
-            f"{who}: a rollout holds n_steps * num_envs = {config.n_steps} * {n_envs} = "
-            f"{config.n_steps * n_envs} transitions, fewer than batch_size={config.batch_size}; "
-            "raise n_steps (or the number of sub-envs) or lower batch_size")
+    check_rollout_size(who, config.n_steps, n_envs, config.batch_size)
     model = build_model(env, who, config.net_arch, config.log_std_init, config.ortho_init, seed,
                         device)
     return Agent(PPOPolicy(model, config, rng=seed), rollout_trajectory(env, config.n_steps))

@@ -32,8 +32,8 @@ from trajectories import (
     Trajectory,
 )
 
-__all__ = ["rollout_trajectory", "read_rollout", "add_gae", "add_discounted_returns",
-           "make_vector_env"]
+__all__ = ["rollout_trajectory", "check_rollout_size", "read_rollout", "add_gae",
+           "add_discounted_returns", "make_vector_env"]
 
 
 def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
@@ -68,6 +68,16 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
     # One lane per sub-env of a vector env (even of one sub-env); a single env needs none.
     return Trajectory(traces, controller=controller,
                       n_lanes=n_envs if isinstance(env, VectorEnv) else None)
+
+
+def check_rollout_size(who: str, n_steps: int, n_envs: int, batch_size: int) -> None:
+    """``ValueError`` when a rollout (``n_steps`` per sub-env) holds fewer transitions than one
+    minibatch of ``batch_size``."""
+    if n_steps * n_envs < batch_size:
+        raise ValueError(
+            f"{who}: a rollout holds n_steps * num_envs = {n_steps} * {n_envs} = "
+            f"{n_steps * n_envs} transitions, fewer than batch_size={batch_size}; raise n_steps "
+            "(or the number of sub-envs) or lower batch_size")
 
 
 def read_rollout(container: Any, policy: Any) -> dict:

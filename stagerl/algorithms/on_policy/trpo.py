@@ -26,7 +26,7 @@ from torch.nn import functional as F
 from stagerl.algorithms._checks import check_ints, check_numbers
 from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig
 from stagerl.algorithms.on_policy.networks import ActorCritic, build_model, check_spaces
-from stagerl.algorithms.on_policy.rollout import rollout_trajectory
+from stagerl.algorithms.on_policy.rollout import check_rollout_size, rollout_trajectory
 from stagerl.policies.agent import Agent
 
 __all__ = ["TRPOConfig", "TRPOPolicy", "conjugate_gradient", "make_trpo_agent"]
@@ -198,10 +198,7 @@ def make_trpo_agent(env: Any, config: TRPOConfig | None = None, seed: int = 0,
     if not isinstance(config, TRPOConfig):
         raise TypeError(f"{who} needs a TRPOConfig, got {type(config).__name__}")
     _, _, n_envs = check_spaces(env, who)
-    if config.n_steps * n_envs < config.batch_size:
-        raise ValueError(
-            f"{who}: a rollout holds n_steps * num_envs = {config.n_steps * n_envs} transitions, "
-            f"fewer than batch_size={config.batch_size}; raise n_steps or lower batch_size")
+    check_rollout_size(who, config.n_steps, n_envs, config.batch_size)
     model = build_model(env, who, config.net_arch, config.log_std_init, config.ortho_init, seed,
                         device)
     return Agent(TRPOPolicy(model, config, rng=seed), rollout_trajectory(env, config.n_steps))

@@ -139,7 +139,7 @@ def test_the_command_refuses_them_in_one_line(tmp_path, name, pair, message):
     assert not list(tmp_path.iterdir())
 
 
-def test_the_command_writes_inf_and_resumes_it(tmp_path):
+def test_the_command_writes_inf_resumes_it_and_evaluates_it(tmp_path):
     def stagerl(*args):
         return subprocess.run([sys.executable, "-m", "stagerl", "run", "ppo-cartpole", *args,
                                "--logdir", "out", "--no-tensorboard"], cwd=tmp_path, env=ENV,
@@ -155,3 +155,4 @@ def test_the_command_writes_inf_and_resumes_it(tmp_path):
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["env_steps"] == 64 and summary["resumed_at_step"] == 32
     assert summary["config"]["max_grad_norm"] == {"float": "inf"}
+    assert main(["eval", str(tmp_path / "out"), "--episodes", "1"]) == 0  # and evaluates
