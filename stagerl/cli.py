@@ -127,9 +127,9 @@ def _run_help(parser: _Parser, experiment: str | None) -> int:
     parser.print_help()
     if experiment is None:
         return 0
-    from stagerl.experiments.registry import describe, hyper_parameters, load
+    from stagerl.experiments.registry import describe, get_experiment, hyper_parameters
 
-    config = load(experiment).config
+    config = get_experiment(experiment).config
     rows = [(name, kind, repr(default), comment)
             for name, kind, default, comment in hyper_parameters(experiment)]
     print(f"\n{experiment}: {describe(experiment)}")
@@ -151,7 +151,7 @@ def run_command(argv: list[str]) -> int:
         experiment = positional[0] if positional else None
         if experiment is not None:
             _checked(lambda: __import__("stagerl.experiments.registry").experiments.registry
-                     .load(experiment))
+                     .get_experiment(experiment))
         return _run_help(parser, experiment)
     if not [a for a in argv if not a.startswith("-")]:
         raise UsageError("which experiment? stagerl run <experiment> (stagerl list shows them)")

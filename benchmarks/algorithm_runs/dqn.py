@@ -181,9 +181,9 @@ def handwritten_dqn(seed: int, total_timesteps: int = CLEANRL_STEPS,
 def main(seeds: list[int], quick: bool) -> int:
     torch.set_num_threads(int(os.environ.get("DQN_BENCH_THREADS", "1")))
     zoo_steps, clean_steps = (3_000, 12_000) if quick else (RL_ZOO_STEPS, CLEANRL_STEPS)
-    zoo = DQNConfig(**RL_ZOO, net_arch=RL_ZOO_NET, total_timesteps=zoo_steps)
+    zoo = DQNConfig(**RL_ZOO, net_arch=RL_ZOO_NET, total_steps=zoo_steps)
     clean = DQNConfig(**CLEANRL, net_arch=CLEANRL_NET, max_grad_norm=None, loss="mse",
-                      total_timesteps=clean_steps)
+                      total_steps=clean_steps)
     runs: dict[str, list[tuple[float, float, float]]] = {
         k: [] for k in ("ours", "sb3", "ours_c", "hand")}
     for seed in seeds:

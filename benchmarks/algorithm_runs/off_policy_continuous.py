@@ -74,7 +74,7 @@ def sb3_evaluation(model: Any, seed: int) -> list[float]:
 
 def side_by_side(name: str, seed: int, steps: int, **overrides: Any) -> dict[str, float]:
     """One seed of stagerl and SB3 in turns of ``CHUNK`` env steps; speeds and returns."""
-    experiment = experiments.load(name)
+    experiment = experiments.get_experiment(name)
     config = experiments.configure(experiment, steps=steps, torch_threads=0, **overrides)
     torch.manual_seed(seed)
     env = experiment.make_env(config, seed)

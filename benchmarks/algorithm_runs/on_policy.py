@@ -39,7 +39,7 @@ PPO_STEPS, A2C_STEPS, TRPO_STEPS = 100_000, 100_000, 100_000
 
 def stagerl_run(name: str, seed: int, steps: int) -> tuple[float, float]:
     """(env-steps/s, evaluation return) of a stagerl named experiment."""
-    experiment = experiments.load(name)
+    experiment = experiments.get_experiment(name)
     config = dataclasses.replace(experiment.config(), steps=steps)
     env = experiment.make_env(config, seed)
     agent = experiment.make_agent(config, env, seed, torch.device("cpu"))

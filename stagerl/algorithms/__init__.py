@@ -1,30 +1,46 @@
-"""Reinforcement-learning algorithms, each a Policy subtype in a module of its own.
+"""Reinforcement-learning algorithms in three families, each a package:
 
-Each has a hyper-parameter dataclass (Stable-Baselines3's names and defaults where it has them)
-and a builder that checks the env and returns an ``Agent`` with its trajectory::
+* :mod:`stagerl.algorithms.dqn`: DQN and its extensions, Rainbow;
+* :mod:`stagerl.algorithms.on_policy`: VPG, A2C, PPO, TRPO;
+* :mod:`stagerl.algorithms.off_policy`: SAC, TD3 (and DDPG).
+
+Each algorithm is a Policy subtype with a hyper-parameter dataclass (Stable-Baselines3's names
+and defaults where it has them, checked when it is built) and a builder that checks the env and
+returns an ``Agent`` with its trajectory::
 
     from stagerl.algorithms import DQNConfig, make_dqn_agent
-    agent = make_dqn_agent(env, DQNConfig(total_timesteps=50_000), seed=0, device="auto")
+    agent = make_dqn_agent(env, DQNConfig(total_steps=50_000), seed=0, device="auto")
 
-Importing this package imports torch; ``import stagerl`` alone does not.
+The names below load their family on first use (each family imports torch; ``import stagerl``
+and ``import stagerl.algorithms`` alone do not).
 """
 
-from stagerl.algorithms.a2c import A2CConfig, A2CPolicy, make_a2c_agent
-from stagerl.algorithms.dqn import DQNConfig, DQNPolicy, make_dqn_agent
-from stagerl.algorithms.on_policy import OnPolicy, rollout_trajectory
-from stagerl.algorithms.ppo import PPOConfig, PPOPolicy, make_ppo_agent
-from stagerl.algorithms.sac import SACConfig, SACPolicy, make_sac_agent
-from stagerl.algorithms.td3 import TD3Config, TD3Policy, make_td3_agent
-from stagerl.algorithms.trpo import TRPOConfig, TRPOPolicy, make_trpo_agent
-from stagerl.algorithms.vpg import VPGConfig, VPGPolicy, make_vpg_agent
+from __future__ import annotations
 
-__all__ = [
-    "DQNConfig", "DQNPolicy", "make_dqn_agent",
-    "VPGConfig", "VPGPolicy", "make_vpg_agent",
-    "A2CConfig", "A2CPolicy", "make_a2c_agent",
-    "PPOConfig", "PPOPolicy", "make_ppo_agent",
-    "TRPOConfig", "TRPOPolicy", "make_trpo_agent",
-    "SACConfig", "SACPolicy", "make_sac_agent",
-    "TD3Config", "TD3Policy", "make_td3_agent",
-    "OnPolicy", "rollout_trajectory",
-]
+import importlib
+
+_FAMILIES = {
+    "dqn": ("DQNConfig", "DQNPolicy", "make_dqn_agent"),
+    "on_policy": ("VPGConfig", "VPGPolicy", "make_vpg_agent",
+                  "A2CConfig", "A2CPolicy", "make_a2c_agent",
+                  "PPOConfig", "PPOPolicy", "make_ppo_agent",
+                  "TRPOConfig", "TRPOPolicy", "make_trpo_agent",
+                  "OnPolicy", "rollout_trajectory"),
+    "off_policy": ("SACConfig", "SACPolicy", "make_sac_agent",
+                   "TD3Config", "TD3Policy", "make_td3_agent"),
+}
+_FAMILY = {name: family for family, names in _FAMILIES.items() for name in names}
+__all__ = list(_FAMILY)
+
+
+def __getattr__(name: str):
+    family = _FAMILY.get(name)
+    if family is None:
+        raise AttributeError(f"module 'stagerl.algorithms' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"stagerl.algorithms.{family}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

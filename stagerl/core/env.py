@@ -20,15 +20,22 @@ class Env:
     * ``last_action`` is ``None`` until the run loop's first act; the loop sets it right after
       every ``env.act(action)`` (one place records it), so hooks can read it. :meth:`reset`
       leaves it.
+    * ``num_envs``, ``single_action_space`` and ``single_state_space``: the single-env view
+      that every env answers, so code reads one sub-env's spaces and the number of sub-envs the
+      same way from one env (1, and its own spaces) and from a :class:`VectorEnv`.
 
     Example:
         >>> import stagerl as rl
         >>> env = rl.RandomWalk1D()
         >>> env.reset(); env.act(1); (env.state, env.reward)
         (4, 0.0)
+        >>> env.num_envs, env.single_state_space == env.state_space
+        (1, True)
     """
 
     last_action: Any = None
+    #: Sub-envs stepped by one ``act``: 1, except for a :class:`VectorEnv`.
+    num_envs: int = 1
 
     def reset(self) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement reset()")
@@ -60,6 +67,16 @@ class Env:
     def state_space(self) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement state_space")
 
+    @property
+    def single_action_space(self) -> Any:
+        """One sub-env's action space: for a single env, ``action_space``."""
+        return self.action_space
+
+    @property
+    def single_state_space(self) -> Any:
+        """One sub-env's state space: for a single env, ``state_space``."""
+        return self.state_space
+
 
 class VectorEnv(Env):
     """Base class of environments that step ``num_envs`` sub-envs (lanes) at once.
@@ -84,8 +101,6 @@ class VectorEnv(Env):
 
     :class:`~stagerl.GymVectorEnv` adapts gymnasium's vector envs.
     """
-
-    num_envs: int = 1
 
     @property
     def any_episode_start(self) -> bool:

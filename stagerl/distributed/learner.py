@@ -30,7 +30,6 @@ counted once (its ``(worker, incarnation, sequence)`` key is checked).
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -77,8 +76,6 @@ class Learner:
         if not isinstance(agent, Agent) or not isinstance(agent.trajectory, Trajectory):
             raise TypeError(f"Learner needs a stagerl.Agent with a Trajectory, got "
                             f"{type(agent).__name__}")
-        if "torch" in sys.modules:  # a torch policy: its algorithm's weights (see adapters)
-            import stagerl.distributed.adapters  # noqa: F401
 
         self.agent, self.pool, self.callback = agent, pool, callback
         self.trajectory = trajectory = agent.trajectory

@@ -175,8 +175,6 @@ class RolloutWorker:
         self.seed = worker_seed(seed, self.worker, self.incarnation)
         self.env = make_env(self.seed)
         agent = make_agent(self.env, self.seed)
-        if "torch" in sys.modules:  # a torch policy: its algorithm's weights (see adapters)
-            import stagerl.distributed.adapters  # noqa: F401
         self.agent = self._checked(agent)
         self.agent.trajectory.controller = RecordOnly()
         hook = make_hook() if make_hook is not None else EmptyHook()

@@ -116,9 +116,6 @@ class RandomWalk1D(Env):
             self.state, self.reward, self.is_terminated = self.n - 1, self.rewards[1], True
         else:
             self.state, self.reward, self.is_terminated = state, 0.0, False
-        self.last_action = action
-
-    act._records_last_action = True
 
     def __repr__(self) -> str:
         return f"RandomWalk1D(n={self.n}, start={self.start}, rewards={self.rewards})"

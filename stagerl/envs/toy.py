@@ -76,9 +76,6 @@ class FixedLengthEnv(Env):
         self.reward = 1.0
         self.is_terminated = self.state == self.length
         self.is_truncated = not self.is_terminated and self.state == self.time_limit
-        self.last_action = action
-
-    act._records_last_action = True
 
     def __repr__(self) -> str:
         return f"FixedLengthEnv(length={self.length}, time_limit={self.time_limit})"

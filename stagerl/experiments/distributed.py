@@ -6,13 +6,12 @@ agent, built by the experiment's own ``make_agent`` for
 sub-env of every worker), and a :class:`~stagerl.distributed.WorkerPool` whose workers build the
 experiment's env and agent (on the CPU) themselves. :func:`train` runs it, tells the run's hooks
 the workers' episodes (:class:`~stagerl.distributed.EpisodeReplay`) and evaluates the central
-agent as ``stagerl.experiments.run`` does; ``run(name, ray_workers=N)`` calls it.
+agent as ``stagerl.experiments.train`` does; ``train(name, ray_workers=N)`` calls it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from typing import Any
 
 from stagerl.core.evaluation import evaluate
@@ -25,7 +24,9 @@ from stagerl.experiments.registry import (
     EVAL_EPISODES,
     EVAL_SEED_OFFSET,
     NamedExperiment,
-    load,
+    config_to_json,
+    evaluation_summary,
+    get_experiment,
     make_eval_env,
 )
 from stagerl.logging.evaluation import Evaluate
@@ -60,7 +61,7 @@ class ExperimentAgent:
 
 def _experiment(experiment: str | NamedExperiment) -> NamedExperiment:
     if isinstance(experiment, str):
-        return load(experiment)
+        return get_experiment(experiment)
     if not isinstance(experiment, NamedExperiment):
         raise TypeError(f"experiment must be a name or a NamedExperiment, got "
                         f"{type(experiment).__name__}")
@@ -82,7 +83,6 @@ def learner_for(experiment: str | NamedExperiment, config: Any = None, seed: int
     """
     import torch
 
-    import stagerl.distributed.adapters  # noqa: F401  (the algorithms' weights)
     from stagerl.utils.devices import resolve_device
 
     experiment = _experiment(experiment)
@@ -112,7 +112,7 @@ def train(experiment: str | NamedExperiment, config: Any, steps: int | None, see
           hooks: Any = (), **options: Any) -> dict:
     """Train a named experiment with ``workers`` Ray workers, then evaluate the central agent
     on ``EVAL_EPISODES`` deterministic episodes of a separate env, as
-    ``stagerl.experiments.run`` does.
+    ``stagerl.experiments.train`` does.
 
     Args:
         experiment: a :class:`NamedExperiment` or its name.
@@ -163,17 +163,10 @@ def train(experiment: str | NamedExperiment, config: Any, steps: int | None, see
         "env_steps": figures["env_steps"],
         "wall_seconds": figures["wall_seconds"],
         "steps_per_second": figures["steps_per_second"],
-        "eval_return_mean": statistics.fmean(returns),
-        "eval_return_std": statistics.pstdev(returns),
-        "eval_episodes": len(returns),
-        "evaluations": [] if during is None else [
-            {"env_step": s, "return_mean": statistics.fmean(r),
-             "return_std": statistics.pstdev(r)}
-            for s, r in zip(during.steps, during.returns, strict=True)],
-        "config": dataclasses.asdict(config),
+        **evaluation_summary(returns, during),
+        "config": config_to_json(config),
         "workers": figures,
     }
-
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ import stagerl as rl
 from stagerl.checkpoints import CheckpointError, find, load, read_manifest
 from stagerl.experiments._resuming import checked_run_config
 from stagerl.experiments.registry import EVAL_SEED_OFFSET, configure
-from stagerl.experiments.registry import load as load_experiment
+from stagerl.experiments.registry import get_experiment as load_experiment
 from stagerl.experiments.runner import make_eval_env
 from stagerl.utils.devices import resolve_device
 

@@ -1,4 +1,12 @@
-"""Finding and configuring named experiments (see the package docstring)."""
+"""Finding and configuring named experiments (see the package docstring).
+
+The experiments are the modules of :mod:`stagerl.experiments.zoo`. Their settings are written to
+``config.json`` and into checkpoints as JSON (:func:`config_to_json`): every value as JSON
+writes it, except a non-finite float, which JSON has no number for: it is the object
+``{"float": "inf"}`` (``"-inf"``, ``"nan"``), the tag the checkpoints' object graph uses too.
+:func:`configure` reads such values back, so a run whose settings hold ``inf``
+(``max_grad_norm=inf``: never clip) resumes and evaluates like any other.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +14,23 @@ import ast
 import dataclasses
 import difflib
 import importlib
+import math
 import pkgutil
+import statistics
 import typing
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NamedExperiment", "names", "describe", "load", "configure", "parse_overrides",
-           "hyper_parameters", "make_eval_env", "config_from", "use_torch_threads"]
+from stagerl.experiments._field_docs import field_descriptions
 
-_HERE = Path(__file__).resolve().parent
-_NOT_EXPERIMENTS = {"registry", "runner", "evaluation", "distributed"}
+__all__ = ["NamedExperiment", "names", "describe", "get_experiment", "configure",
+           "parse_overrides", "hyper_parameters", "make_eval_env", "config_to_json",
+           "json_value", "settable_fields", "evaluation_summary"]
+
+_ZOO = Path(__file__).resolve().parent / "zoo"
 #: Deterministic evaluation episodes at the end of every run.
 EVAL_EPISODES = 20
 #: The evaluation env's seed is the run's seed plus this, so it never shares the training env's.
@@ -58,6 +71,21 @@ class NamedExperiment:
                             "make_eval_env=")
 
 
+def evaluation_summary(returns: list[float], during: Any = None) -> dict[str, Any]:
+    """The summary's evaluation entries: the final ``returns`` (``eval_return_mean``,
+    ``eval_return_std``, ``eval_episodes``) and ``evaluations``, those of the ``Evaluate`` hook
+    ``during`` the run (``[]`` without one)."""
+    return {
+        "eval_return_mean": statistics.fmean(returns),
+        "eval_return_std": statistics.pstdev(returns),
+        "eval_episodes": len(returns),
+        "evaluations": [] if during is None else [
+            {"env_step": s, "return_mean": statistics.fmean(r),
+             "return_std": statistics.pstdev(r)}
+            for s, r in zip(during.steps, during.returns, strict=True)],
+    }
+
+
 def make_eval_env(experiment: NamedExperiment, config: Any, seed: int) -> Any:
     """The experiment's evaluation env: its own ``make_eval_env``, else a single ``GymEnv``."""
     if experiment.make_eval_env is not None:
@@ -67,41 +95,22 @@ def make_eval_env(experiment: NamedExperiment, config: Any, seed: int) -> Any:
     return GymEnv(config.env_id, seed=seed)
 
 
-def config_from(config_type: type, source: Any, **values: Any) -> Any:
-    """A ``config_type`` dataclass (an algorithm's settings) with the fields that ``source`` (a
-    named experiment's configuration) shares with it, and ``values``."""
-    shared = {f.name: getattr(source, f.name) for f in dataclasses.fields(config_type)
-              if hasattr(source, f.name)}
-    return config_type(**{**shared, **values})
-
-
-def use_torch_threads(threads: int, device: Any) -> None:
-    """Set torch's CPU threads to ``threads`` for a run on the CPU (0 leaves torch's setting).
-
-    Small networks learn fastest on one thread, and on a busy 2-core machine two threads can be
-    ten times slower (measured: 4.5 s against 58 s for the same 10k-step CartPole DQN run)."""
-    import torch
-
-    if threads > 0 and torch.device(device).type == "cpu":
-        torch.set_num_threads(threads)
-
-
 def _module_name(name: str) -> str:
     return name.replace("-", "_")
 
 
 def names() -> list[str]:
-    """Every named experiment, sorted (found without importing any of them)."""
-    found = [info.name for info in pkgutil.iter_modules([str(_HERE)])]
-    return sorted(n.replace("_", "-") for n in found if n not in _NOT_EXPERIMENTS
-                  and not n.startswith("_"))
+    """Every named experiment (every module of :mod:`stagerl.experiments.zoo`), sorted, found
+    without importing any of them."""
+    found = [info.name for info in pkgutil.iter_modules([str(_ZOO)])]
+    return sorted(n.replace("_", "-") for n in found if not n.startswith("_"))
 
 
 def describe(name: str) -> str:
     """The one-line summary of experiment ``name`` (its module docstring's first line), read
     from the source without importing it."""
     _check_name(name)
-    source = (_HERE / f"{_module_name(name)}.py").read_text()
+    source = (_ZOO / f"{_module_name(name)}.py").read_text()
     doc = ast.get_docstring(ast.parse(source)) or ""
     return doc.strip().splitlines()[0] if doc.strip() else ""
 
@@ -115,36 +124,95 @@ def _check_name(name: str) -> None:
                          f"{len(known)})")
 
 
-def load(name: str) -> NamedExperiment:
+def get_experiment(name: str) -> NamedExperiment:
     """The :class:`NamedExperiment` of ``name``; ``ValueError`` with the closest names when
     there is none."""
     _check_name(name)
-    module = importlib.import_module(f"stagerl.experiments.{_module_name(name)}")
+    module = importlib.import_module(f"stagerl.experiments.zoo.{_module_name(name)}")
     experiment = getattr(module, "EXPERIMENT", None)
     if not isinstance(experiment, NamedExperiment):
-        raise TypeError(f"stagerl.experiments.{module.__name__} must define EXPERIMENT = "
-                        "NamedExperiment(...)")
+        raise TypeError(f"{module.__name__} must define EXPERIMENT = NamedExperiment(...)")
     return experiment
 
 
+def __getattr__(name: str) -> Any:
+    if name == "load":  # the name it had: kept for one release
+        warnings.warn("stagerl.experiments.registry.load is deprecated (it shadowed "
+                      "stagerl.load); use get_experiment", DeprecationWarning, stacklevel=2)
+        return get_experiment
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def settable_fields(config_type: type) -> list[str]:
+    """The fields of a settings dataclass that its constructor takes (the hyper-parameters):
+    the run's settings (``steps``, ``torch_threads``, ``env_id``, ``num_envs``) first, then the
+    others in the dataclass's order."""
+    fields = [f.name for f in dataclasses.fields(config_type) if f.init]
+    return sorted(fields, key=lambda name: name not in _RUN_SETTINGS)  # a stable sort
+
+
+#: The run's settings (those of stagerl.experiments.settings.GymRunSettings), listed first.
+_RUN_SETTINGS = ("steps", "torch_threads", "env_id", "num_envs")
+
+
 def configure(name_or_experiment: str | NamedExperiment, **overrides: Any) -> Any:
-    """The experiment's hyper-parameters with ``overrides`` applied, each checked against the
-    dataclass: an unknown name lists the valid ones, a value of the wrong type names the type
-    expected (an int is accepted for a float, a list for a tuple)."""
+    """The experiment's hyper-parameters with ``overrides`` applied: an unknown name lists the
+    valid ones; the settings dataclass checks every value when it is built (its type, its
+    range). Values may also be given as ``config.json`` holds them (``{"float": "inf"}``, see
+    :func:`config_to_json`).
+
+    Example:
+        >>> configure("tabular-q-random-walk", lr=0.25).lr
+        0.25
+        >>> configure("tabular-q-random-walk", lr=float("nan"))
+        Traceback (most recent call last):
+        ...
+        ValueError: tabular-q-random-walk: lr must be in (0, 1], got lr=nan
+    """
     experiment, label = _experiment_and_label(name_or_experiment)
-    config_type = experiment.config
-    hints = typing.get_type_hints(config_type)
-    fields = [f.name for f in dataclasses.fields(config_type)]
-    checked = {}
-    for key, value in overrides.items():
+    fields = settable_fields(experiment.config)
+    for key in overrides:
         _check_field(label, key, fields)
-        checked[key] = _checked_value(key, value, hints[key])
-    return config_type(**checked)
+    return experiment.config(**{key: _from_json(value) for key, value in overrides.items()})
+
+
+def config_to_json(config: Any) -> dict[str, Any]:
+    """The hyper-parameters of ``config`` (the fields its constructor takes) as JSON data:
+    tuples as lists, a non-finite float as ``{"float": "inf"}`` (``"-inf"``, ``"nan"``).
+    :func:`configure` builds the same config from it.
+
+    Example:
+        >>> config = configure("ppo-cartpole", max_grad_norm=float("inf"), net_arch=(32,))
+        >>> data = config_to_json(config)
+        >>> data["max_grad_norm"], data["net_arch"]
+        ({'float': 'inf'}, [32])
+        >>> configure("ppo-cartpole", **data) == config
+        True
+    """
+    return {name: json_value(getattr(config, name)) for name in settable_fields(type(config))}
+
+
+def json_value(value: Any) -> Any:
+    """A setting's value as ``config.json`` holds it (see :func:`config_to_json`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    return value
+
+
+def _from_json(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"float"} and value["float"] in (
+            "inf", "-inf", "nan"):
+        return float(value["float"])
+    return value
 
 
 def _experiment_and_label(name_or_experiment: str | NamedExperiment) -> tuple[Any, str]:
     if isinstance(name_or_experiment, str):
-        return load(name_or_experiment), name_or_experiment
+        return get_experiment(name_or_experiment), name_or_experiment
     return name_or_experiment, name_or_experiment.config.__name__
 
 
@@ -154,43 +222,6 @@ def _check_field(label: str, key: str, fields: list[str]) -> None:
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise ValueError(f"{label} has no hyper-parameter {key!r}{hint}; the hyper-parameters "
                          f"are: {', '.join(fields)}")
-
-
-def _checked_value(key: str, value: Any, hint: Any) -> Any:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        if value is None and type(None) in args:
-            return None
-        others = [a for a in args if a is not type(None)]
-        errors = []
-        for option in others:
-            try:
-                return _checked_value(key, value, option)
-            except TypeError as error:
-                errors.append(error)
-        raise errors[0]
-    if hint is Any:
-        return value
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-    elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif hint is str:
-        if isinstance(value, str):
-            return value
-    elif origin is tuple:
-        if isinstance(value, (list, tuple)):
-            item = args[0] if args else Any
-            return tuple(_checked_value(key, v, item) for v in value)
-    elif isinstance(hint, type) and isinstance(value, hint):
-        return value
-    raise TypeError(f"hyper-parameter {key} expects {_type_name(hint)}, got {value!r} of type "
-                    f"{type(value).__name__}")
 
 
 def _type_name(hint: Any) -> str:
@@ -208,16 +239,16 @@ def parse_overrides(name_or_experiment: str | NamedExperiment,
     parsed by its field's type: ``int`` (``50000``, ``50_000``, ``5e4``), ``float``, ``bool``
     (``true``/``false``/``1``/``0``), ``str``, ``tuple[int, ...]`` (``64,64`` or ``[64,64]``),
     ``None`` for an optional field (``none``). An unknown name lists the valid ones, a value
-    that does not parse names the type expected; :func:`configure` checks the result again.
+    that does not parse names the type expected; the settings dataclass checks the ranges when
+    :func:`configure` builds it.
 
     Example:
         >>> parse_overrides("tabular-q-random-walk", ["lr=0.1", "n_states=9"])
         {'lr': 0.1, 'n_states': 9}
     """
     experiment, label = _experiment_and_label(name_or_experiment)
-    config_type = experiment.config
-    hints = typing.get_type_hints(config_type)
-    fields = [f.name for f in dataclasses.fields(config_type)]
+    hints = typing.get_type_hints(experiment.config)
+    fields = settable_fields(experiment.config)
     parsed: dict[str, Any] = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
@@ -280,20 +311,28 @@ def _number(text: str) -> int | float | None:
 
 def hyper_parameters(name_or_experiment: str | NamedExperiment) -> list[tuple[str, str, Any,
                                                                               str]]:
-    """``(name, type, default, comment)`` of every hyper-parameter, in the dataclass's order;
-    the comment is the field's trailing ``# ...`` or its ``#: ...`` lines above, else ``""``.
+    """``(name, type, default, comment)`` of every hyper-parameter: the run's settings (``steps``
+    and the others of :mod:`stagerl.experiments.settings`) first, then the rest in the
+    dataclass's order. The comment is the field's trailing ``# ...`` or its ``#: ...`` lines
+    above, else its entry under ``Attributes:`` in a docstring, looked up from the experiment's
+    class through its bases (the algorithm's config), else ``""``.
 
     Example:
         >>> hyper_parameters("tabular-q-random-walk")[0][:3]
         ('steps', 'int', 5000)
+        >>> [row[0] for row in hyper_parameters("ppo-cartpole")][:4]
+        ['steps', 'torch_threads', 'env_id', 'num_envs']
+        >>> dict((row[0], row[3]) for row in hyper_parameters("ppo-cartpole"))["gae_lambda"]
+        "GAE's lambda."
     """
-    experiment = (load(name_or_experiment) if isinstance(name_or_experiment, str)
+    experiment = (get_experiment(name_or_experiment) if isinstance(name_or_experiment, str)
                   else name_or_experiment)
     config_type = experiment.config
     hints = typing.get_type_hints(config_type)
-    comments = _field_comments(config_type)
+    comments = field_descriptions(config_type)
+    fields = {f.name: f for f in dataclasses.fields(config_type)}
     out = []
-    for f in dataclasses.fields(config_type):
+    for f in (fields[name] for name in settable_fields(config_type)):
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:
@@ -302,34 +341,3 @@ def hyper_parameters(name_or_experiment: str | NamedExperiment) -> list[tuple[st
             default = None
         out.append((f.name, _type_name(hints[f.name]), default, comments.get(f.name, "")))
     return out
-
-
-def _field_comments(config_type: type) -> dict[str, str]:
-    import inspect
-    import io
-    import textwrap
-    import tokenize
-
-    try:
-        source = textwrap.dedent(inspect.getsource(config_type))
-    except (OSError, TypeError):
-        return {}
-    comments = {}
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT:
-            comments[token.start[0]] = (token.start[1], token.string.lstrip("#:").strip())
-    found = {}
-    (body,) = ast.parse(source).body
-    for node in body.body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            line = node.lineno
-            if line in comments and comments[line][0] > node.col_offset:
-                found[node.target.id] = comments[line][1]
-                continue
-            above = []
-            while line - 1 in comments and comments[line - 1][0] == node.col_offset:
-                line -= 1
-                above.insert(0, comments[line][1])
-            if above:
-                found[node.target.id] = " ".join(above)
-    return found

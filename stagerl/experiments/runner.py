@@ -3,8 +3,9 @@ the summary.
 
 :func:`prepare` checks the whole request (experiment, hyper-parameters, steps, seed, device, log
 directory, TensorBoard, a run to resume) and builds the env and the agent, writing nothing;
-:func:`execute` runs what it prepared. :func:`run` does both. The command line calls them apart,
-so that bad input is one line and exit status 2 with nothing written.
+:func:`execute` runs what it prepared, with torch's CPU threads at the run's ``torch_threads``.
+:func:`train` does both. The command line calls them apart, so that bad input is one line and
+exit status 2 with nothing written.
 
 A run with a log directory runs as a :class:`~stagerl.checkpoints.ResumableExperiment`: its
 :class:`~stagerl.checkpoints.CheckpointSchedule` saves all of it to ``<logdir>/checkpoints`` every
@@ -14,8 +15,6 @@ and ``resume=True`` continues it from its newest checkpoint exactly as if it had
 
 from __future__ import annotations
 
-import dataclasses
-import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -28,10 +27,14 @@ from stagerl.experiments.registry import (
     EVAL_EPISODES,
     EVAL_SEED_OFFSET,
     NamedExperiment,
+    config_to_json,
     configure,
-    load,
+    evaluation_summary,
+    get_experiment,
+    json_value,
     make_eval_env,
 )
+from stagerl.experiments.settings import DEFAULT_TORCH_THREADS, torch_threads
 from stagerl.logging import (
     ConsoleSummary,
     CSVLogger,
@@ -46,7 +49,7 @@ from stagerl.logging.logdir import check_logdir, open_logdir, versions, write_js
 from stagerl.logging.plotting import in_notebook
 from stagerl.logging.tensorboard_logger import TENSORBOARD_MISSING
 
-__all__ = ["run", "prepare", "execute", "PreparedRun", "make_eval_env", "default_hooks",
+__all__ = ["train", "prepare", "execute", "PreparedRun", "make_eval_env", "default_hooks",
            "EVAL_EVERY_N_STEPS", "EVAL_EPISODES_DURING", "CHECKPOINT_EVERY_N_STEPS"]
 
 #: The default hooks evaluate every this many env steps ...
@@ -94,7 +97,7 @@ def prepare(name: str, steps: int | None = None, seed: int | None = 0, device: A
     in ``logdir`` (see :func:`run`); its env and agent come from the checkpoint. With
     ``ray_workers`` the env and agent are built when the workers start.
     """
-    experiment = load(name)
+    experiment = get_experiment(name)
     overrides = dict(overrides or {})
     if ray_workers is not None:
         if isinstance(ray_workers, bool) or not isinstance(ray_workers, int) or ray_workers < 1:
@@ -114,16 +117,18 @@ def prepare(name: str, steps: int | None = None, seed: int | None = 0, device: A
         if overwrite:
             raise ValueError("resume continues the run in the log directory and overwrite "
                              "replaces it: pass one of them")
-        request = check_resume(name, logdir, steps, seed, overrides)
+        # Compared with the run's config.json, which holds them as JSON (inf tagged).
+        given = {key: json_value(value) for key, value in overrides.items()}
+        request = check_resume(name, logdir, steps, seed, given)
         config, steps, seed, logdir = request.config, request.steps, request.seed, Path(logdir)
     else:
         request = None
+        if steps is not None:
+            if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
+                raise ValueError(f"steps must be a positive int, got steps={steps!r}")
+            overrides["steps"] = steps  # the settings' schedules follow the run's length
         config = configure(name, **overrides)
-        if steps is None:
-            steps = config.steps
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
-            raise ValueError(f"steps must be a positive int, got steps={steps!r}")
-        config = dataclasses.replace(config, steps=steps)  # schedules follow the run's length
+        steps = config.steps
         seed = 0 if seed is None else seed
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got seed={seed!r}")
@@ -158,8 +163,11 @@ def prepare(name: str, steps: int | None = None, seed: int | None = 0, device: A
                            bool(tensorboard), progress, None, None, notices, None, None,
                            ray_workers, ray_address)
     torch.manual_seed(seed)  # network initialisation; policies own their sampling generators
-    env = experiment.make_env(config, seed)
-    agent = experiment.make_agent(config, env, seed, device)
+    # Built with the threads it trains with: some initialisations (orthogonal) round
+    # differently on other thread counts, and the same seed must give the same run.
+    with torch_threads(_threads(config), device):
+        env = experiment.make_env(config, seed)
+        agent = experiment.make_agent(config, env, seed, device)
     return PreparedRun(name, experiment, config, steps, seed, device, logdir, overwrite,
                        bool(tensorboard), progress, env, agent, notices,
                        checkpoint_every if logdir is not None else None)
@@ -199,8 +207,17 @@ def execute(prepared: PreparedRun, hook: rl.Hook | None = None) -> dict[str, Any
     a log directory), writes the logs and raises ``KeyboardInterrupt``."""
     for notice in prepared.notices:
         print(f"stagerl: {notice}", file=sys.stderr)
-    if prepared.ray_workers is not None:
-        return _on_ray_workers(prepared, hook)
+    with torch_threads(_threads(prepared.config), prepared.device):
+        if prepared.ray_workers is not None:
+            return _on_ray_workers(prepared, hook)
+        return _trained(prepared, hook)
+
+
+def _threads(config: Any) -> int:
+    return getattr(config, "torch_threads", DEFAULT_TORCH_THREADS)  # a user's own settings
+
+
+def _trained(prepared: PreparedRun, hook: rl.Hook | None) -> dict[str, Any]:
     if prepared.resuming is not None:
         if hook is not None:
             raise ValueError("a resumed run goes on with the hooks saved in its checkpoint; "
@@ -227,14 +244,8 @@ def execute(prepared: PreparedRun, hook: rl.Hook | None = None) -> dict[str, Any
         "env_steps": stop.step,
         "wall_seconds": wall,
         "steps_per_second": steps_here / wall if wall > 0 else float("inf"),
-        "eval_return_mean": statistics.fmean(returns),
-        "eval_return_std": statistics.pstdev(returns),
-        "eval_episodes": len(returns),
-        "evaluations": [] if evaluations is None else [
-            {"env_step": s, "return_mean": statistics.fmean(r),
-             "return_std": statistics.pstdev(r)}
-            for s, r in zip(evaluations.steps, evaluations.returns, strict=True)],
-        "config": dataclasses.asdict(prepared.config),
+        **evaluation_summary(returns, evaluations),
+        "config": config_to_json(prepared.config),
         "versions": versions(),
         "total_seconds": time.perf_counter() - start,
     }
@@ -285,7 +296,7 @@ def _started(prepared: PreparedRun, hook: rl.Hook | None) -> rl.Experiment:
         _remove_checkpoints(logdir / CHECKPOINTS)
     write_json(logdir / "config.json", _config_json(prepared))
     info = {"experiment": prepared.name, "seed": prepared.seed,
-            "config": dataclasses.asdict(prepared.config)}
+            "config": config_to_json(prepared.config)}
     # A hook that is not data is left out of the checkpoints with a warning (the run goes on).
     return ResumableExperiment(prepared.agent, prepared.env, stop, rl.ComposedHook(*hooks),
                                checkpoints=CheckpointSchedule(prepared.checkpoint_every,
@@ -304,7 +315,7 @@ def _resumed(prepared: PreparedRun) -> rl.Experiment:
             member.total = prepared.steps
     saved = dict(request.saved)
     saved["steps"] = prepared.steps
-    saved["config"] = dataclasses.asdict(prepared.config)
+    saved["config"] = config_to_json(prepared.config)
     saved.setdefault("resumed", []).append({"env_step": request.at_step,
                                             "checkpoint": str(request.checkpoint),
                                             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
@@ -315,7 +326,7 @@ def _resumed(prepared: PreparedRun) -> rl.Experiment:
 def _config_json(prepared: PreparedRun) -> dict:
     return {"experiment": prepared.name, "seed": prepared.seed,
             "device": str(prepared.device), "steps": prepared.steps,
-            "config": dataclasses.asdict(prepared.config),
+            "config": config_to_json(prepared.config),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
@@ -330,11 +341,12 @@ def _remove_checkpoints(directory: Path) -> None:
         remove(best)
 
 
-def run(name: str, steps: int | None = None, seed: int | None = 0, device: Any = "auto",
-        logdir: str | Path | None = None, *, progress: bool = True, overwrite: bool = False,
-        tensorboard: bool | None = None, hook: rl.Hook | None = None, resume: bool = False,
-        checkpoint_every: int | None = CHECKPOINT_EVERY_N_STEPS, ray_workers: int | None = None,
-        ray_address: str | None = None, **overrides: Any) -> dict[str, Any]:
+def train(name: str, steps: int | None = None, seed: int | None = 0, device: Any = "auto",
+          logdir: str | Path | None = None, *, progress: bool = True, overwrite: bool = False,
+          tensorboard: bool | None = None, hook: rl.Hook | None = None, resume: bool = False,
+          checkpoint_every: int | None = CHECKPOINT_EVERY_N_STEPS,
+          ray_workers: int | None = None, ray_address: str | None = None,
+          **overrides: Any) -> dict[str, Any]:
     """Run experiment ``name`` for ``steps`` env steps (default: its own), then evaluate it.
 
     Returns the run's summary: ``experiment``, ``seed``, ``device``, ``env_steps``,
@@ -342,7 +354,8 @@ def run(name: str, steps: int | None = None, seed: int | None = 0, device: Any =
     ``eval_return_std``, ``eval_episodes`` (the final deterministic episodes on a separate
     env), ``evaluations`` (those during training), ``config`` (the resolved hyper-parameters),
     ``versions`` and ``total_seconds``. ``overrides`` replace hyper-parameters (see
-    :func:`~stagerl.experiments.configure`).
+    :func:`~stagerl.experiments.configure`); torch's CPU threads are the settings'
+    ``torch_threads`` while it trains (see :mod:`stagerl.experiments.settings`).
 
     With ``logdir`` the run writes its log directory (``config.json``, ``episodes.csv``,
     ``updates.csv``, TensorBoard event files, ``learning_curve.png``, ``summary.json``; see

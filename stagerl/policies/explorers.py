@@ -9,11 +9,16 @@ returns an ``np.int64`` array of shape ``(batch,)``). ``mask`` has the shape of 
 
 A batched ``plan`` is one plan: every row uses the same exploration schedule position and a
 stateful explorer advances once per call, as it does for one row (explorer steps count plans).
+
+This module holds the value-ranking explorers (ε-greedy, greedy, UCB); the sampling ones
+(``WeightedExplorer``, ``WeightedSoftmaxExplorer``, ``GumbelSoftmaxExplorer``) live in
+:mod:`stagerl.policies.sampling_explorers` and are importable from here too.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +31,12 @@ from stagerl.policies.explorer_base import (
     as_mask,
     greedy_mass,
     masked,
-    sample,
-    softmax,
     uniform_among,
+)
+from stagerl.policies.sampling_explorers import (
+    GumbelSoftmaxExplorer,
+    WeightedExplorer,
+    WeightedSoftmaxExplorer,
 )
 
 __all__ = [
@@ -121,25 +129,68 @@ class EpsilonGreedyExplorer(Explorer):
         """ε at the current ``step``."""
         return self.epsilon_at(self.step)
 
+    def draw(self, n_actions: int, values: Callable[[], Any], n: int | None = None,
+             epsilon: float | None = None) -> Any:
+        """ε-greedy among ``n_actions`` actions, calling ``values()`` for the action values only
+        when some action is greedy: an agent whose values cost a network's forward pass pays
+        it only when it does not explore.
+
+        ``n=None`` draws one action (an ``int``; ``values()`` returns ``(n_actions,)``); ``n``
+        draws a batch of ``n`` (an array; ``values()`` returns ``(n, n_actions)``: one
+        forward pass for every row, unless all explore). ``epsilon`` replaces the schedule's ε
+        for this draw; ``step`` advances by one either way. One row draws exactly what
+        :meth:`plan` draws; a batch draws what ``plan`` draws with ``break_ties=False`` (with
+        ties broken, the tie-breaking draws come after the exploring ones here).
+
+        Example:
+            >>> import numpy as np, stagerl as rl
+            >>> explorer = rl.EpsilonGreedyExplorer(0.0, epsilon_init=0.0, rng=0)
+            >>> calls = []
+            >>> explorer.draw(3, lambda: calls.append(1) or np.array([0.1, 0.9, 0.2]))
+            1
+            >>> explorer.draw(3, lambda: calls.append(1), epsilon=1.0) in (0, 1, 2), len(calls)
+            (True, 1)
+            >>> explorer.step
+            3
+        """
+        if epsilon is None:
+            epsilon = self.epsilon_at(self.step)
+        self.step += 1
+        rng = self.rng
+        if n is None:
+            if rng.random() < epsilon:
+                return int(rng.integers(n_actions))
+            values = as_array(values())
+            if not self.break_ties:
+                return int(np.argmax(values))
+            maxima = np.flatnonzero(values == values.max())
+            return int(maxima[rng.integers(maxima.shape[0])])
+        explores_B = rng.random(n) < epsilon
+        random_B = rng.integers(n_actions, size=n)
+        if explores_B.all():
+            return random_B
+        values = as_array(values())
+        if self.break_ties:
+            greedy_B = uniform_among(values == values.max(axis=-1, keepdims=True), rng)
+        else:
+            greedy_B = np.argmax(values, axis=-1)
+        return np.where(explores_B, random_B, greedy_B)
+
     def plan(self, values: Any, mask: Any = None) -> Any:
+        values = as_array(values)
+        if values.ndim == 1 and mask is None:  # one rule for one row: draw's
+            return self.draw(values.shape[0], lambda: values)
         epsilon = self.epsilon_at(self.step)
         self.step += 1
-        values = as_array(values)
         rng = self.rng
-        if values.ndim == 1:
-            if mask is None:
-                if rng.random() < epsilon:
-                    return int(rng.integers(values.shape[0]))
-                if not self.break_ties:
-                    return int(np.argmax(values))
-            else:
-                mask = as_mask(mask, values)
-                if rng.random() < epsilon:
-                    legal = np.flatnonzero(mask)
-                    return int(legal[rng.integers(legal.shape[0])])
-                values = np.where(mask, values, -np.inf)
-                if not self.break_ties:
-                    return int(np.argmax(values))
+        if values.ndim == 1:  # one row with a mask: explore among the legal actions
+            mask = as_mask(mask, values)
+            if rng.random() < epsilon:
+                legal = np.flatnonzero(mask)
+                return int(legal[rng.integers(legal.shape[0])])
+            values = np.where(mask, values, -np.inf)
+            if not self.break_ties:
+                return int(np.argmax(values))
             maxima = np.flatnonzero(values == values.max())
             return int(maxima[rng.integers(maxima.shape[0])])
         mask = None if mask is None else as_mask(mask, values)
@@ -280,98 +331,3 @@ class UCBExplorer(Explorer):
         self.step = int(state["step"])
         self.counts = np.asarray(state["counts"], dtype=np.int64).copy()
         super().load_state_dict(state)
-
-
-@dataclass(eq=False)
-class WeightedExplorer(Explorer):
-    """Samples an action with probability proportional to its (non-negative) value.
-
-    Example:
-        >>> import stagerl as rl
-        >>> explorer = rl.WeightedExplorer(rng=0)
-        >>> explorer.prob([1.0, 3.0, 0.0]).tolist()
-        [0.25, 0.75, 0.0]
-        >>> explorer.plan([1.0, 3.0, 0.0], mask=[True, False, True])
-        0
-    """
-
-    rng: Any = None
-
-    def __post_init__(self) -> None:
-        self.rng = as_rng(self.rng)
-
-    def _weights(self, values: Any, mask: Any) -> np.ndarray:
-        values = as_array(values)
-        if (values < 0).any():
-            raise ValueError(
-                f"WeightedExplorer needs non-negative values (weights), got {values.tolist()}"
-            )
-        weights = values if mask is None else np.where(as_mask(mask, values), values, 0.0)
-        if not (weights.sum(axis=-1) > 0).all():
-            raise ValueError(
-                f"WeightedExplorer needs a positive total weight over the legal actions, got "
-                f"{weights.tolist()}"
-            )
-        return weights
-
-    def plan(self, values: Any, mask: Any = None) -> Any:
-        return sample(self._weights(values, mask), self.rng)
-
-    def prob(self, values: Any, mask: Any = None) -> np.ndarray:
-        weights = self._weights(values, mask).astype(np.float64)
-        return weights / weights.sum(axis=-1, keepdims=True)
-
-
-@dataclass(eq=False)
-class WeightedSoftmaxExplorer(Explorer):
-    """Samples an action from ``softmax(values)`` over the legal actions.
-
-    Example:
-        >>> import stagerl as rl
-        >>> explorer = rl.WeightedSoftmaxExplorer(rng=0)
-        >>> explorer.prob([0.0, 0.0, 5.0], mask=[True, True, False]).tolist()
-        [0.5, 0.5, 0.0]
-    """
-
-    rng: Any = None
-
-    def __post_init__(self) -> None:
-        self.rng = as_rng(self.rng)
-
-    def plan(self, values: Any, mask: Any = None) -> Any:
-        return sample(self.prob(values, mask), self.rng)
-
-    def prob(self, values: Any, mask: Any = None) -> np.ndarray:
-        values = as_array(values)
-        return softmax(values, None if mask is None else as_mask(mask, values))
-
-
-@dataclass(eq=False)
-class GumbelSoftmaxExplorer(Explorer):
-    """Samples from ``softmax(values)`` by the Gumbel-max trick: ``argmax(values + Gumbel noise)``.
-
-    Example:
-        >>> import stagerl as rl
-        >>> explorer = rl.GumbelSoftmaxExplorer(rng=0)
-        >>> explorer.plan([0.0, 9.0, 1.0], mask=[True, False, True]) in (0, 2)
-        True
-        >>> explorer.prob([0.0, 0.0]).tolist()
-        [0.5, 0.5]
-    """
-
-    rng: Any = None
-
-    def __post_init__(self) -> None:
-        self.rng = as_rng(self.rng)
-
-    def plan(self, values: Any, mask: Any = None) -> Any:
-        values = as_array(values)
-        mask = None if mask is None else as_mask(mask, values)
-        perturbed = masked(values + self.rng.gumbel(size=values.shape), mask)
-        if values.ndim == 1:
-            return int(np.argmax(perturbed))
-        return np.argmax(perturbed, axis=-1)
-
-    def prob(self, values: Any, mask: Any = None) -> np.ndarray:
-        values = as_array(values)
-        return softmax(values, None if mask is None else as_mask(mask, values))

@@ -11,8 +11,8 @@ import torch
 
 import stagerl as rl
 import stagerl.experiments as experiments
-from stagerl.algorithms.a2c import A2CConfig, a2c_loss, make_a2c_agent
 from stagerl.algorithms.on_policy import ActorCritic, make_vector_env
+from stagerl.algorithms.on_policy.a2c import A2CConfig, a2c_loss, make_a2c_agent
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +28,7 @@ LN3 = math.log(3.0)
 
 def tiny_model() -> ActorCritic:
     """Linear heads over one input s: logits (s, 0), V(s) = 2 s + 0.5."""
-    model = ActorCritic(1, gymnasium.spaces.Discrete(2), hidden=(), ortho_init=False)
+    model = ActorCritic(1, gymnasium.spaces.Discrete(2), net_arch=(), ortho_init=False)
     with torch.no_grad():
         model.actor[0].weight.copy_(torch.tensor([[1.0], [0.0]]))
         model.actor[0].bias.zero_()
@@ -85,12 +85,16 @@ def test_a2c_learns_cartpole():  # CI smoke test: random play averages ~22; seed
 
 def test_bad_input_is_refused_at_construction():
     env = make_vector_env("CartPole-v1", 2, seed=0)
-    with pytest.raises(ValueError, match="n_steps must be positive"):
+    with pytest.raises(ValueError, match="A2CConfig: n_steps must be an int >= 1"):
         make_a2c_agent(env, A2CConfig(n_steps=0), device="cpu")
-    with pytest.raises(ValueError, match="ent_coef must be >= 0"):
+    with pytest.raises(ValueError, match="ent_coef must be a finite number >= 0"):
         make_a2c_agent(env, A2CConfig(ent_coef=-0.1), device="cpu")
-    with pytest.raises(TypeError, match="learning_rate must be a number"):
+    with pytest.raises(ValueError, match="ent_coef must be a finite number >= 0, got ent_coef=nan"):
+        A2CConfig(ent_coef=float("nan"))
+    with pytest.raises(TypeError, match="learning_rate expects float, got 'fast'"):
         make_a2c_agent(env, A2CConfig(learning_rate="fast"), device="cpu")
+    with pytest.raises(TypeError, match="needs an A2CConfig"):
+        make_a2c_agent(env, {"n_steps": 5}, device="cpu")
     with pytest.raises(TypeError, match="FlattenObservation"):
         make_a2c_agent(rl.GymEnv("FrozenLake-v1"), device="cpu")
 
@@ -98,5 +102,5 @@ def test_bad_input_is_refused_at_construction():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a2c_cartpole_reaches_475(seed):
-    summary = experiments.run("a2c-cartpole", seed=seed, device="cpu", progress=False)
+    summary = experiments.train("a2c-cartpole", seed=seed, device="cpu", progress=False)
     assert summary["eval_return_mean"] >= 475

@@ -5,8 +5,8 @@ import pytest
 from continuous_support import one_torch_thread  # noqa: F401 (an autouse fixture)
 
 import stagerl as rl
-from stagerl.algorithms.sac import SACConfig, make_sac_agent
-from stagerl.algorithms.td3 import TD3Config, make_td3_agent
+from stagerl.algorithms.off_policy.sac import SACConfig, make_sac_agent
+from stagerl.algorithms.off_policy.td3 import TD3Config, make_td3_agent
 
 ALGORITHMS = {"sac": (make_sac_agent, SACConfig), "td3": (make_td3_agent, TD3Config)}
 

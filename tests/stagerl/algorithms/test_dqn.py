@@ -20,8 +20,8 @@ from stagerl.algorithms.dqn import (
     project_distribution,
     td_target,
 )
-from stagerl.algorithms.dqn_networks import NumpyQNetwork, ObservationEncoder, QNetwork, mlp_body
-from stagerl.algorithms.dqn_replay import (
+from stagerl.algorithms.dqn.networks import NumpyQNetwork, ObservationEncoder, QNetwork, mlp_body
+from stagerl.algorithms.dqn.replay import (
     BurstSampler,
     as_tensors,
     importance_weights,
@@ -34,7 +34,7 @@ CPU = torch.device("cpu")
 def tiny_policy(weight, bias=(0.0, 0.0), **settings):
     """Q(s) = weight @ s + bias on a 1-d state: no hidden layer, two actions, Adam lr 0.1 (for
     C51, ``weight`` has one row per action and atom)."""
-    config = DQNConfig(total_timesteps=1_000, gamma=0.5, learning_rate=0.1, **settings)
+    config = DQNConfig(total_steps=1_000, gamma=0.5, learning_rate=0.1, **settings)
     n_atoms = config.n_atoms if config.distributional else 1
     network = QNetwork(nn.Flatten(), len(weight[0]), 2, n_atoms=n_atoms, v_min=config.v_min,
                        v_max=config.v_max)
@@ -340,7 +340,7 @@ def _record_action(hook: ActionsSeen, stage: rl.PostActStage, policy: object, en
 
 
 def small_config(**settings):
-    base = dict(total_timesteps=2_000, learning_starts=100, train_freq=50, gradient_steps=3,
+    base = dict(total_steps=2_000, learning_starts=100, train_freq=50, gradient_steps=3,
                 batch_size=16, buffer_size=1_000, target_update_interval=40, net_arch=(16,),
                 learning_rate=1e-3)
     return DQNConfig(**{**base, **settings})
@@ -424,7 +424,7 @@ def test_a_body_network_replaces_the_mlp():
 def test_bursts_follow_train_freq_after_learning_starts_as_sb3():
     env = rl.GymEnv("CartPole-v1", seed=0)
     config = small_config(learning_starts=1_000, train_freq=256, gradient_steps=2,
-                          total_timesteps=2_000)
+                          total_steps=2_000)
     agent = make_dqn_agent(env, config, seed=0, device="cpu")
     rl.run(agent, env, rl.StopAfterNSteps(2_000, progress=False))
     # SB3 trains after every 256 collected steps once more than 1,000 were taken: at 1024,
@@ -477,7 +477,7 @@ def test_polyak_target_blends_by_tau():
 
 def test_epsilon_falls_over_the_exploration_fraction_of_env_steps_on_vector_envs():
     env = rl.GymVectorEnv("CartPole-v1", num_envs=4, seed=0)
-    config = small_config(total_timesteps=800, exploration_fraction=0.5, learning_starts=0)
+    config = small_config(total_steps=800, exploration_fraction=0.5, learning_starts=0)
     agent = make_dqn_agent(env, config, seed=0, device="cpu")
     explorer = agent.policy.explorer
     assert explorer.epsilon_at(50) == pytest.approx(1.0 - 0.5 * 0.95)  # 200 of 400 env steps
@@ -621,15 +621,18 @@ def test_a_buffer_too_small_for_the_frame_stack_is_refused():
 
 @pytest.mark.parametrize("settings, error, match", [
     ({"gamma": 1.5}, ValueError, "gamma must be in"),
-    ({"batch_size": 0}, ValueError, "batch_size must be >= 1"),
-    ({"batch_size": 2.0}, TypeError, "batch_size must be an int"),
+    ({"batch_size": 0}, ValueError, "batch_size must be an int >= 1"),
+    ({"batch_size": 2.0}, TypeError, "batch_size expects int"),
     ({"gradient_steps": 0}, ValueError, "or -1"),
     ({"tau": 0.0}, ValueError, "tau must be in"),
-    ({"learning_rate": -1.0}, ValueError, "learning_rate must be > 0"),
+    ({"learning_rate": -1.0}, ValueError, "learning_rate must be a finite number > 0"),
+    ({"learning_rate": float("inf")}, ValueError, "learning_rate must be a finite number"),
+    ({"max_grad_norm": float("nan")}, ValueError, r"max_grad_norm must be > 0 \(inf: never"),
     ({"loss": "l1"}, ValueError, "loss must be"),
-    ({"net_arch": (64, 0)}, TypeError, "net_arch"),
-    ({"double": "yes"}, TypeError, "double must be True or False"),
-    ({"distributional": True, "n_atoms": 1}, ValueError, "n_atoms must be >= 2"),
+    ({"net_arch": (64, 0)}, ValueError, "net_arch"),
+    ({"double": "yes"}, TypeError, "double expects bool"),
+    ({"distributional": True, "n_atoms": 1}, ValueError, "n_atoms must be an int >= 2"),
+    ({"v_min": float("-inf")}, ValueError, "v_min must be a finite number"),
     ({"distributional": True, "v_min": 1.0, "v_max": 1.0}, ValueError, "v_min must be below"),
     ({"distributional": True, "loss": "mse"}, ValueError, "cross-entropy"),
     ({"max_grad_norm": 0.0}, ValueError, "max_grad_norm"),
@@ -642,7 +645,7 @@ def test_bad_settings_are_refused_at_construction(settings, error, match):
 
 def test_a_run_length_is_needed_and_other_arguments_are_checked():
     env = rl.GymEnv("CartPole-v1")
-    with pytest.raises(ValueError, match="total_timesteps"):
+    with pytest.raises(ValueError, match="total_steps"):
         make_dqn_agent(env, DQNConfig())
     with pytest.raises(TypeError, match="DQNConfig"):
         make_dqn_agent(env, {"learning_rate": 1e-3})

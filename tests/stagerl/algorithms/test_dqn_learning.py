@@ -26,7 +26,7 @@ def one_thread():
 def test_cartpole_learns_clearly_above_random_in_10k_steps(one_thread):
     # A random policy averages ~22; RL-Zoo's settings on a smaller network and a shorter run
     # (seeds 0-4 evaluated 500, 129, 440, 249, 111 when this test was written).
-    config = DQNConfig(total_timesteps=10_000, learning_rate=2.3e-3, batch_size=64,
+    config = DQNConfig(total_steps=10_000, learning_rate=2.3e-3, batch_size=64,
                        buffer_size=10_000, learning_starts=1_000, target_update_interval=10,
                        train_freq=64, gradient_steps=32, exploration_fraction=0.16,
                        exploration_final_eps=0.04, net_arch=(64, 64))
@@ -59,7 +59,7 @@ class Constant(gymnasium.Env):
 
 
 def learned_value(env):
-    config = DQNConfig(total_timesteps=3_000, gamma=0.9, learning_rate=0.05, learning_starts=50,
+    config = DQNConfig(total_steps=3_000, gamma=0.9, learning_rate=0.05, learning_starts=50,
                        train_freq=1, batch_size=32, target_update_interval=20, net_arch=(),
                        buffer_size=1_000, loss="mse")  # Huber's fixed point is a median
     agent = make_dqn_agent(env, config, seed=0, device="cpu")
@@ -78,19 +78,19 @@ def test_a_time_limit_bootstraps_and_a_terminal_state_does_not(one_thread):
 
 @pytest.mark.slow
 def test_dqn_cartpole_reaches_475_in_two_of_three_seeds():
-    returns = [experiments.run("dqn-cartpole", seed=seed, progress=False)["eval_return_mean"]
+    returns = [experiments.train("dqn-cartpole", seed=seed, progress=False)["eval_return_mean"]
                for seed in (0, 1, 2)]
     assert sum(r >= 475 for r in returns) >= 2, returns
 
 
 @pytest.mark.slow
 def test_rainbow_cartpole_reaches_475_in_two_of_three_seeds():
-    returns = [experiments.run("rainbow-cartpole", seed=seed, progress=False)["eval_return_mean"]
+    returns = [experiments.train("rainbow-cartpole", seed=seed, progress=False)["eval_return_mean"]
                for seed in (0, 1, 2)]
     assert sum(r >= 475 for r in returns) >= 2, returns
 
 
 @pytest.mark.slow
 def test_dqn_acrobot_reaches_minus_100():
-    summary = experiments.run("dqn-acrobot", seed=0, progress=False)
+    summary = experiments.train("dqn-acrobot", seed=0, progress=False)
     assert summary["eval_return_mean"] >= -100, summary

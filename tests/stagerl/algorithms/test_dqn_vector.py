@@ -19,7 +19,7 @@ GAMMA = 0.5          # truncated after LENGTHS[i] + 1 (see scripted_envs)
 
 
 def config(**settings):
-    base = dict(total_timesteps=3_000, learning_starts=60, train_freq=30, gradient_steps=2,
+    base = dict(total_steps=3_000, learning_starts=60, train_freq=30, gradient_steps=2,
                 batch_size=32, buffer_size=24, target_update_interval=40, net_arch=(16,),
                 gamma=GAMMA)
     return DQNConfig(**{**base, **settings})

@@ -44,7 +44,7 @@ class Recorder(OnPolicy):
 def always_action_0_and_value_t() -> ActorCritic:
     """A linear actor-critic over the scripted observation [lane, episode, t]: it always takes
     action 0 (logits 50 and -50) and values a state at its step number t."""
-    model = ActorCritic(3, gymnasium.spaces.Discrete(2), hidden=(), ortho_init=False)
+    model = ActorCritic(3, gymnasium.spaces.Discrete(2), net_arch=(), ortho_init=False)
     with torch.no_grad():
         model.actor[0].weight.zero_()
         model.actor[0].bias.copy_(torch.tensor([50.0, -50.0]))
@@ -220,7 +220,7 @@ class PushAway(gymnasium.Env):
 
 def test_gaussian_actions_are_clipped_for_the_env_and_stored_as_sampled():
     env = rl.GymEnv(PushAway())
-    model = ActorCritic(1, env.action_space, hidden=(), ortho_init=False, log_std_init=1.0)
+    model = ActorCritic(1, env.action_space, net_arch=(), ortho_init=False, log_std_init=1.0)
     with torch.no_grad():
         model.actor[0].bias.fill_(0.5)
     policy = Recorder(model)

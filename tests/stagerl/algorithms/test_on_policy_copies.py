@@ -10,11 +10,11 @@ import pytest
 import torch
 
 import stagerl as rl
-from stagerl.algorithms.a2c import A2CConfig, make_a2c_agent
 from stagerl.algorithms.on_policy import make_vector_env
-from stagerl.algorithms.ppo import PPOConfig, make_ppo_agent
-from stagerl.algorithms.trpo import TRPOConfig, make_trpo_agent
-from stagerl.algorithms.vpg import VPGConfig, make_vpg_agent
+from stagerl.algorithms.on_policy.a2c import A2CConfig, make_a2c_agent
+from stagerl.algorithms.on_policy.ppo import PPOConfig, make_ppo_agent
+from stagerl.algorithms.on_policy.trpo import TRPOConfig, make_trpo_agent
+from stagerl.algorithms.on_policy.vpg import VPGConfig, make_vpg_agent
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +28,7 @@ def one_torch_thread():
 BUILDERS = {
     "ppo": lambda env, device: make_ppo_agent(
         env, PPOConfig(n_steps=16, batch_size=16, n_epochs=2, normalize_states=True,
-                       learning_rate_schedule="linear", schedule_steps=10_000), 0, device),
+                       learning_rate_schedule="linear", total_steps=10_000), 0, device),
     "a2c": lambda env, device: make_a2c_agent(env, A2CConfig(n_steps=5), 0, device),
     "trpo": lambda env, device: make_trpo_agent(
         env, TRPOConfig(n_steps=32, batch_size=32, n_critic_updates=2), 0, device),

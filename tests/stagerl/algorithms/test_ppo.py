@@ -12,7 +12,7 @@ import torch
 import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms.on_policy import ActorCritic, make_vector_env
-from stagerl.algorithms.ppo import PPOConfig, make_ppo_agent, ppo_loss
+from stagerl.algorithms.on_policy.ppo import PPOConfig, make_ppo_agent, ppo_loss
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +25,7 @@ def one_torch_thread():
 
 def tiny_model() -> ActorCritic:
     """Linear heads over one input s: logits (s, 0), V(s) = 2 s + 0.5."""
-    model = ActorCritic(1, gymnasium.spaces.Discrete(2), hidden=(), ortho_init=False)
+    model = ActorCritic(1, gymnasium.spaces.Discrete(2), net_arch=(), ortho_init=False)
     with torch.no_grad():
         model.actor[0].weight.copy_(torch.tensor([[1.0], [0.0]]))
         model.actor[0].bias.zero_()
@@ -133,7 +133,7 @@ def test_schedules_decay_linearly_over_the_run():
     env = make_vector_env("CartPole-v1", 2, seed=0)
     config = PPOConfig(n_steps=16, batch_size=32, n_epochs=1, learning_rate=1e-3,
                        learning_rate_schedule="linear", clip_range_schedule="linear",
-                       schedule_steps=128)
+                       total_steps=128)
     agent = make_ppo_agent(env, config, seed=0, device="cpu")
     rl.run(agent, env, rl.StopAfterNSteps(96, progress=False))  # three rollouts of 32
     assert agent.policy.env_steps == 96
@@ -160,8 +160,14 @@ def test_bad_input_is_refused_at_construction():
     cartpole = make_vector_env("CartPole-v1", 2, seed=0)
     with pytest.raises(ValueError, match="fewer than batch_size=64"):
         make_ppo_agent(cartpole, PPOConfig(n_steps=16, batch_size=64), device="cpu")
-    with pytest.raises(ValueError, match="learning_rate must be positive"):
+    with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
         make_ppo_agent(cartpole, PPOConfig(learning_rate=0.0), device="cpu")
+    with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
+        PPOConfig(learning_rate=float("inf"))
+    with pytest.raises(ValueError, match="ent_coef must be a finite number >= 0, got ent_coef=nan"):
+        PPOConfig(ent_coef=float("nan"))
+    with pytest.raises(ValueError, match=r"max_grad_norm must be > 0 \(inf: never clip\)"):
+        PPOConfig(max_grad_norm=float("-inf"))
     with pytest.raises(ValueError, match="'constant' or 'linear'"):
         make_ppo_agent(cartpole, PPOConfig(clip_range_schedule="cosine"), device="cpu")
     with pytest.raises(ValueError, match="gamma must be in"):
@@ -183,7 +189,7 @@ def test_bad_input_is_refused_at_construction():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ppo_cartpole_reaches_475_at_100k_steps(seed):
-    summary = experiments.run("ppo-cartpole", seed=seed, device="cpu", progress=False)
+    summary = experiments.train("ppo-cartpole", seed=seed, device="cpu", progress=False)
     assert summary["env_steps"] == 100_000
     assert summary["eval_return_mean"] >= 475
 
@@ -191,6 +197,6 @@ def test_ppo_cartpole_reaches_475_at_100k_steps(seed):
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ppo_pendulum_reaches_minus_250_within_200k_steps(seed):
-    summary = experiments.run("ppo-pendulum", seed=seed, device="cpu", progress=False)
+    summary = experiments.train("ppo-pendulum", seed=seed, device="cpu", progress=False)
     assert summary["env_steps"] == 200_000
     assert summary["eval_return_mean"] >= -250

@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 
 import stagerl as rl
-from stagerl.algorithms.a2c import A2CConfig, make_a2c_agent
 from stagerl.algorithms.on_policy import make_vector_env
-from stagerl.algorithms.ppo import PPOConfig, make_ppo_agent
-from stagerl.algorithms.trpo import TRPOConfig, make_trpo_agent
+from stagerl.algorithms.on_policy.a2c import A2CConfig, make_a2c_agent
+from stagerl.algorithms.on_policy.ppo import PPOConfig, make_ppo_agent
+from stagerl.algorithms.on_policy.trpo import TRPOConfig, make_trpo_agent
 from stagerl.logging import ScalarListener
 
 
@@ -22,7 +22,7 @@ def _reported(agent, env, steps):
 def test_ppo_reports_each_rollouts_losses_kl_and_learning_rate():
     env = make_vector_env("CartPole-v1", num_envs=2, seed=0)
     config = PPOConfig(n_steps=16, batch_size=16, n_epochs=2, learning_rate=1e-3,
-                       learning_rate_schedule="linear", schedule_steps=128)
+                       learning_rate_schedule="linear", total_steps=128)
     agent = make_ppo_agent(env, config, seed=0, device="cpu")
     reported = _reported(agent, env, 64)  # two rollouts of 16 steps on 2 sub-envs
     names = ["losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/approx_kl",
@@ -54,7 +54,7 @@ def test_dqn_reports_each_bursts_td_loss_and_the_epsilon_of_the_next_act():
     from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
 
     env = make_vector_env("CartPole-v1", num_envs=2, seed=0)
-    config = DQNConfig(total_timesteps=400, learning_starts=100, train_freq=50,
+    config = DQNConfig(total_steps=400, learning_starts=100, train_freq=50,
                        gradient_steps=2, batch_size=16, buffer_size=64, net_arch=(8,),
                        exploration_fraction=0.5, exploration_final_eps=0.1)
     agent = make_dqn_agent(env, config, seed=0, device="cpu")
@@ -68,8 +68,8 @@ def test_dqn_reports_each_bursts_td_loss_and_the_epsilon_of_the_next_act():
 
 
 def test_sac_and_td3_report_the_last_updates_losses_every_hundred_updates():
-    from stagerl.algorithms.sac import SACConfig, make_sac_agent
-    from stagerl.algorithms.td3 import TD3Config, make_td3_agent
+    from stagerl.algorithms.off_policy.sac import SACConfig, make_sac_agent
+    from stagerl.algorithms.off_policy.td3 import TD3Config, make_td3_agent
 
     env = rl.GymVectorEnv("Pendulum-v1", num_envs=2, seed=0)
     sac = make_sac_agent(env, SACConfig(learning_starts=20, batch_size=8, net_arch=(8,)),

@@ -19,7 +19,7 @@ from continuous_support import (  # one_torch_thread: an autouse fixture
 
 import stagerl as rl
 import stagerl.experiments as experiments
-from stagerl.algorithms.sac import (
+from stagerl.algorithms.off_policy.sac import (
     SACConfig,
     SACPolicy,
     SquashedGaussianActor,
@@ -243,10 +243,14 @@ def test_same_seed_same_run():
 # ---- bad input -----------------------------------------------------------------------------
 
 
-class _Spaces:
+class _Spaces(rl.Env):
+    """An env read for its spaces only."""
+
     def __init__(self, action_space, state_space=None):
-        self.action_space = action_space
-        self.state_space = state_space or gymnasium.spaces.Box(-1.0, 1.0, (3,))
+        self._spaces = action_space, state_space or gymnasium.spaces.Box(-1.0, 1.0, (3,))
+
+    action_space = property(lambda self: self._spaces[0])
+    state_space = property(lambda self: self._spaces[1])
 
 
 def test_a_discrete_action_space_is_refused_naming_dqn_and_ppo():
@@ -278,10 +282,16 @@ def test_cuda_without_cuda_is_refused_naming_cpu_and_auto():
     (dict(batch_size=0), ValueError),
     (dict(batch_size=2.5), TypeError),
     (dict(n_critics=0), ValueError),
-    (dict(net_arch=()), TypeError),
+    (dict(net_arch=(8, -1)), ValueError),
+    (dict(net_arch="64"), TypeError),
     (dict(ent_coef="often"), ValueError),
     (dict(ent_coef=-0.1), ValueError),
+    (dict(ent_coef=float("nan")), ValueError),
+    (dict(ent_coef="auto_inf"), ValueError),
     (dict(target_entropy="high"), ValueError),
+    (dict(target_entropy=float("inf")), ValueError),
+    (dict(learning_rate=float("inf")), ValueError),
+    (dict(gamma=float("nan")), ValueError),
 ])
 def test_bad_settings_are_refused_at_construction(settings, error):
     with pytest.raises(error, match=next(iter(settings))):
@@ -327,19 +337,19 @@ def test_learns_on_cuda_and_moves_back_and_forth():
 def test_learns_pendulum_clearly_above_random_in_a_few_thousand_steps():
     # Random actions score about -1,200 on Pendulum-v1.
     # Measured: -119, -172, -140 for seeds 0, 1, 2 (a 64-64 MLP, 5k steps, ~10 s on one core).
-    summary = experiments.run("sac-pendulum", steps=5_000, seed=0, device="cpu",
+    summary = experiments.train("sac-pendulum", steps=5_000, seed=0, device="cpu",
                               progress=False, net_arch=(64, 64))
     assert summary["eval_return_mean"] > -400
 
 
 @pytest.mark.slow
 def test_sac_pendulum_reaches_minus_200_in_20k_steps_in_two_of_three_seeds():
-    returns = [experiments.run("sac-pendulum", seed=seed, device="cpu", progress=False)
+    returns = [experiments.train("sac-pendulum", seed=seed, device="cpu", progress=False)
                ["eval_return_mean"] for seed in range(3)]
     assert sum(r >= -200 for r in returns) >= 2, returns
 
 
 @pytest.mark.slow
 def test_sac_pendulum_learns_on_a_vector_env():
-    summary = experiments.run("sac-pendulum", seed=0, device="cpu", progress=False, num_envs=4)
+    summary = experiments.train("sac-pendulum", seed=0, device="cpu", progress=False, num_envs=4)
     assert summary["eval_return_mean"] >= -200

@@ -20,7 +20,7 @@ from continuous_support import (  # one_torch_thread: an autouse fixture
 
 import stagerl as rl
 import stagerl.experiments as experiments
-from stagerl.algorithms.td3 import TD3Config, TD3Policy, make_td3_agent, td3_update
+from stagerl.algorithms.off_policy.td3 import TD3Config, TD3Policy, make_td3_agent, td3_update
 
 
 def tiny_policy(config):
@@ -196,7 +196,7 @@ def test_a_discrete_action_space_is_refused_naming_dqn_and_ppo():
 
 
 def test_an_unbounded_box_is_refused_with_the_fix():
-    class Unbounded:
+    class Unbounded(rl.Env):
         action_space = gymnasium.spaces.Box(-np.inf, np.inf, (1,))
         state_space = gymnasium.spaces.Box(-1.0, 1.0, (3,))
 
@@ -216,7 +216,9 @@ def test_cuda_without_cuda_is_refused():
     (dict(action_noise="0.1"), TypeError),
     (dict(tau=1.5), ValueError),
     (dict(learning_starts=-1), ValueError),
-    (dict(net_arch=(64, 0)), TypeError),
+    (dict(net_arch=(64, 0)), ValueError),
+    (dict(action_noise=float("nan")), ValueError),
+    (dict(learning_rate=float("inf")), ValueError),
 ])
 def test_bad_settings_are_refused_at_construction(settings, error):
     with pytest.raises(error, match=next(iter(settings))):
@@ -244,7 +246,7 @@ def test_learns_pendulum_clearly_above_random_in_a_few_thousand_steps():
     # Random actions score about -1,200 on Pendulum-v1.
     # Measured: -130, -367, -332 for seeds 0, 1, 2 (a 64-64 MLP, 1k random steps then 5k
     # updates, ~8 s on one core).
-    summary = experiments.run("td3-pendulum", steps=6_000, seed=0, device="cpu", progress=False,
+    summary = experiments.train("td3-pendulum", steps=6_000, seed=0, device="cpu", progress=False,
                               learning_starts=1_000, net_arch=(64, 64))
     assert summary["eval_return_mean"] > -600
 
@@ -252,6 +254,6 @@ def test_learns_pendulum_clearly_above_random_in_a_few_thousand_steps():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["td3-pendulum", "ddpg-pendulum"])
 def test_reaches_minus_200_in_20k_steps_in_two_of_three_seeds(name):
-    returns = [experiments.run(name, seed=seed, device="cpu", progress=False)
+    returns = [experiments.train(name, seed=seed, device="cpu", progress=False)
                ["eval_return_mean"] for seed in range(3)]
     assert sum(r >= -200 for r in returns) >= 2, returns

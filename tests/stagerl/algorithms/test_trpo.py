@@ -9,7 +9,7 @@ import torch
 import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms.on_policy import make_vector_env
-from stagerl.algorithms.trpo import TRPOConfig, conjugate_gradient, make_trpo_agent
+from stagerl.algorithms.on_policy.trpo import TRPOConfig, conjugate_gradient, make_trpo_agent
 
 
 @pytest.fixture(autouse=True)
@@ -88,15 +88,18 @@ def test_bad_input_is_refused_at_construction():
     env = make_vector_env("CartPole-v1", 2, seed=0)
     with pytest.raises(ValueError, match="fewer than batch_size=128"):
         make_trpo_agent(env, TRPOConfig(n_steps=32), device="cpu")
-    with pytest.raises(ValueError, match="target_kl must be positive"):
+    with pytest.raises(ValueError, match="target_kl must be a finite number > 0"):
         make_trpo_agent(env, TRPOConfig(target_kl=0.0), device="cpu")
-    with pytest.raises(ValueError, match="line_search_shrinking_factor must be in"):
+    with pytest.raises(ValueError, match=r"line_search_shrinking_factor must be in \(0, 1\)"):
         make_trpo_agent(env, TRPOConfig(line_search_shrinking_factor=2.0), device="cpu")
+    with pytest.raises(ValueError, match="cg_damping must be a finite number >= 0, got "
+                                         "cg_damping=nan"):
+        TRPOConfig(cg_damping=float("nan"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_trpo_cartpole_reaches_475_at_100k_steps(seed):
-    summary = experiments.run("trpo-cartpole", seed=seed, device="cpu", progress=False)
+    summary = experiments.train("trpo-cartpole", seed=seed, device="cpu", progress=False)
     assert summary["env_steps"] == 100_000
     assert summary["eval_return_mean"] >= 475

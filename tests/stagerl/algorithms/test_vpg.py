@@ -12,7 +12,7 @@ from scripted_envs import scripted_env, scripted_vector_env
 import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms.on_policy import make_vector_env
-from stagerl.algorithms.vpg import VPGConfig, make_vpg_agent, vpg_loss
+from stagerl.algorithms.on_policy.vpg import VPGConfig, make_vpg_agent, vpg_loss
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +94,7 @@ def test_gaussian_vpg_acts_in_a_box():
 
 def test_bad_input_is_refused_at_construction():
     env = make_vector_env("CartPole-v1", 2, seed=0)
-    with pytest.raises(ValueError, match="episodes_per_update must be positive"):
+    with pytest.raises(ValueError, match="episodes_per_update must be an int >= 1"):
         make_vpg_agent(env, VPGConfig(episodes_per_update=0), device="cpu")
     with pytest.raises(TypeError, match="Discrete or flat Box action spaces"):
         make_vpg_agent(rl.GymEnv(gymnasium.wrappers.TransformAction(
@@ -105,5 +105,5 @@ def test_bad_input_is_refused_at_construction():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_vpg_cartpole_reaches_475(seed):
-    summary = experiments.run("vpg-cartpole", seed=seed, device="cpu", progress=False)
+    summary = experiments.train("vpg-cartpole", seed=seed, device="cpu", progress=False)
     assert summary["eval_return_mean"] >= 475

@@ -306,10 +306,10 @@ def test_the_manifest_says_what_the_checkpoint_holds(tmp_path):
     from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
 
     env = rl.GymEnv("CartPole-v1", seed=0)
-    agent = make_dqn_agent(env, DQNConfig(total_timesteps=100, net_arch=(8,)), seed=0)
+    agent = make_dqn_agent(env, DQNConfig(total_steps=100, net_arch=(8,)), seed=0)
     manifest = read_manifest(save(agent, tmp_path / "dqn", info={"seed": 0}))
     assert manifest["format"] == "stagerl-checkpoint" and manifest["format_version"] == 1
-    assert manifest["summary"]["policy"] == "stagerl.algorithms.dqn.DQNPolicy"
+    assert manifest["summary"]["policy"] == "stagerl.algorithms.dqn.policy.DQNPolicy"
     assert manifest["hyper_parameters"]["net_arch"] == [8]
     assert manifest["info"] == {"seed": 0}
     assert "torch.optim.adam.Adam" in manifest["types"]
@@ -317,7 +317,7 @@ def test_the_manifest_says_what_the_checkpoint_holds(tmp_path):
 
 
 def _sac_agent(device):
-    from stagerl.algorithms.sac import SACConfig, make_sac_agent
+    from stagerl.algorithms import SACConfig, make_sac_agent
 
     env = rl.GymEnv("Pendulum-v1", seed=0)
     config = SACConfig(net_arch=(8,), learning_starts=10, batch_size=4, buffer_size=50)
@@ -357,7 +357,7 @@ def test_the_state_dict_is_read_alone_when_the_classes_have_changed(tmp_path):
 
     def agent():
         env = rl.GymEnv("CartPole-v1", seed=0)
-        return make_dqn_agent(env, DQNConfig(total_timesteps=300, net_arch=(8,),
+        return make_dqn_agent(env, DQNConfig(total_steps=300, net_arch=(8,),
                                              learning_starts=50, train_freq=20), seed=0), env
 
     trained, env = agent()
@@ -365,7 +365,7 @@ def test_the_state_dict_is_read_alone_when_the_classes_have_changed(tmp_path):
     path = save(trained, tmp_path / "dqn")
     # A later stagerl renamed the policy class: the objects no longer load ...
     objects = (path / "objects.json").read_text().replace(
-        "stagerl.algorithms.dqn.DQNPolicy", "stagerl.algorithms.dqn.RenamedPolicy")
+        "stagerl.algorithms.dqn.policy.DQNPolicy", "stagerl.algorithms.dqn.policy.RenamedPolicy")
     (path / "objects.json").write_text(objects)
     manifest = json.loads((path / "manifest.json").read_text())
     manifest["files"]["objects.json"].update(bytes=len(objects.encode()),

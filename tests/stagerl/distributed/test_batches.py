@@ -293,10 +293,9 @@ def test_stagerl_distributed_imports_without_ray():
 def test_dqn_workers_take_the_network_and_the_global_step_count_but_not_the_rng():
     import torch
 
-    import stagerl.distributed.adapters  # noqa: F401
     from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
 
-    config = DQNConfig(total_timesteps=1000, learning_starts=100, net_arch=(8,))
+    config = DQNConfig(total_steps=1000, learning_starts=100, net_arch=(8,))
     env = rl.GymVectorEnv("CartPole-v1", num_envs=2, seed=0)
     learner = make_dqn_agent(env, config, seed=1, device="cpu").policy
     worker = make_dqn_agent(env, config, seed=2, device="cpu").policy
@@ -313,9 +312,8 @@ def test_dqn_workers_take_the_network_and_the_global_step_count_but_not_the_rng(
 def test_on_policy_workers_take_the_model_and_keep_their_own_rng():
     import torch
 
-    import stagerl.distributed.adapters  # noqa: F401
+    from stagerl.algorithms import PPOConfig, make_ppo_agent
     from stagerl.algorithms.on_policy import make_vector_env
-    from stagerl.algorithms.ppo import PPOConfig, make_ppo_agent
     from stagerl.distributed import on_policy
 
     env = make_vector_env("CartPole-v1", 2, seed=0)

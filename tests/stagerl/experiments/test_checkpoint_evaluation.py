@@ -15,10 +15,11 @@ from PIL import Image
 
 import stagerl as rl
 from stagerl.checkpoints import save
-from stagerl.experiments import evaluation, run, tabular_q_random_walk
+from stagerl.experiments import evaluation, run
 from stagerl.experiments.evaluation import evaluate_checkpoint
 from stagerl.experiments.registry import EVAL_SEED_OFFSET, NamedExperiment, configure, load
 from stagerl.experiments.runner import make_eval_env
+from stagerl.experiments.zoo import tabular_q_random_walk
 
 needs_pygame = pytest.mark.skipif(importlib.util.find_spec("pygame") is None,
                                   reason="rendering CartPole needs pygame (stagerl[video])")

@@ -1,4 +1,4 @@
-"""stagerl.experiments.run with a log directory: every file, the checks before anything is
+"""stagerl.experiments.train with a log directory: every file, the checks before anything is
 written, and training unchanged by the logging hooks."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import stagerl as rl
-from stagerl.experiments import run, runner
+from stagerl.experiments import configure, names, runner, train
 from stagerl.experiments.runner import prepare
 
 NAME = "tabular-q-random-walk"
@@ -27,7 +27,7 @@ def evaluate_often(monkeypatch):
 
 def test_a_run_writes_every_file_of_its_log_directory(tmp_path, evaluate_often):
     logdir = tmp_path / "run"
-    summary = run(NAME, steps=1000, seed=2, device="cpu", logdir=logdir, progress=False,
+    summary = train(NAME, steps=1000, seed=2, device="cpu", logdir=logdir, progress=False,
                   lr=0.3)
     files = sorted(p.name for p in logdir.iterdir())
     assert files[:3] == ["checkpoints", "config.json", "episodes.csv"]
@@ -63,7 +63,7 @@ def test_the_logging_hooks_change_nothing_in_training(tmp_path, evaluate_often):
     results = []
     for logdir in (None, tmp_path / "run"):
         totals = rl.TotalRewardPerEpisode()
-        summary = run(NAME, steps=1500, logdir=logdir, progress=False, hook=totals)
+        summary = train(NAME, steps=1500, logdir=logdir, progress=False, hook=totals)
         results.append((totals.rewards, summary["eval_return_mean"], summary["eval_return_std"]))
     assert results[0] == results[1]
 
@@ -71,15 +71,15 @@ def test_the_logging_hooks_change_nothing_in_training(tmp_path, evaluate_often):
 def test_an_existing_log_directory_is_refused_and_left_alone(tmp_path):
     (tmp_path / "episodes.csv").write_text("someone else's run")
     with pytest.raises(ValueError, match="already exists and is not empty"):
-        run(NAME, steps=100, logdir=tmp_path, progress=False)
+        train(NAME, steps=100, logdir=tmp_path, progress=False)
     assert [p.name for p in tmp_path.iterdir()] == ["episodes.csv"]
     assert (tmp_path / "episodes.csv").read_text() == "someone else's run"
 
 
 def test_overwrite_replaces_the_run(tmp_path):
-    run(NAME, steps=200, logdir=tmp_path, progress=False, seed=0)
+    train(NAME, steps=200, logdir=tmp_path, progress=False, seed=0)
     (tmp_path / "notes.txt").write_text("kept")
-    summary = run(NAME, steps=300, logdir=tmp_path, progress=False, seed=1, overwrite=True)
+    summary = train(NAME, steps=300, logdir=tmp_path, progress=False, seed=1, overwrite=True)
     assert summary["env_steps"] == 300
     assert json.loads((tmp_path / "config.json").read_text())["seed"] == 1
     assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 1
@@ -118,7 +118,7 @@ def test_tensorboard_asked_for_but_missing_is_refused(tmp_path, monkeypatch):
 def test_tensorboard_missing_is_a_notice_and_the_rest_is_written(tmp_path, monkeypatch,
                                                                  capsys):
     monkeypatch.setattr(runner, "tensorboard_available", lambda: False)
-    run(NAME, steps=200, logdir=tmp_path, progress=False)
+    train(NAME, steps=200, logdir=tmp_path, progress=False)
     assert capsys.readouterr().err.splitlines() == [
         "stagerl: no TensorBoard logs: tensorboard is not installed: pip install "
         "'stagerl[tensorboard]'"]
@@ -128,7 +128,46 @@ def test_tensorboard_missing_is_a_notice_and_the_rest_is_written(tmp_path, monke
 
 def test_without_a_terminal_progress_is_a_line_every_tenth_of_the_run(capsys, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
-    run(NAME, steps=1000, progress=True)
+    train(NAME, steps=1000, progress=True)
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" | ")[0] for line in lines] == [
         f"env steps {n:,}/1,000" for n in range(100, 1001, 100)] + ["done: env steps 1,000/1,000"]
+
+
+# ---- torch's threads -------------------------------------------------------------------------
+
+
+class ThreadsSeen(rl.Hook):
+    """Torch's CPU threads at every PostAct of the run."""
+
+    def __init__(self):
+        self.seen = set()
+
+
+@rl.push.dispatch
+def _see_threads(hook: ThreadsSeen, stage: rl.PostActStage, policy, env):
+    hook.seen.add(torch.get_num_threads())
+
+
+@pytest.mark.parametrize("name", names())
+def test_every_named_experiment_trains_on_its_torch_threads_and_restores_them(name):
+    from stagerl.experiments.settings import DEFAULT_TORCH_THREADS
+
+    assert DEFAULT_TORCH_THREADS == 1
+    small = {"buffer_size": 64} if hasattr(configure(name), "buffer_size") else {}
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        seen = ThreadsSeen()
+        train(name, steps=8, seed=0, device="cpu", progress=False, hook=seen, **small)
+        assert seen.seen == {DEFAULT_TORCH_THREADS} and torch.get_num_threads() == 3
+        seen = ThreadsSeen()
+        train(name, steps=8, seed=0, device="cpu", progress=False, hook=seen, torch_threads=2,
+              **small)
+        assert seen.seen == {2} and torch.get_num_threads() == 3
+        seen = ThreadsSeen()
+        train(name, steps=8, seed=0, device="cpu", progress=False, hook=seen, torch_threads=0,
+              **small)
+        assert seen.seen == {3}  # 0: torch's own setting
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,41 @@
+"""The on-policy family: rollout -> postprocess -> update -> clear, shared by VPG, A2C, PPO and
+TRPO.
+
+* :mod:`~stagerl.algorithms.on_policy.base`: ``OnPolicyConfig`` (the settings all four share)
+  and ``OnPolicy`` (acting, recording, the rollout cycle, the weights sent to Ray workers);
+* :mod:`~stagerl.algorithms.on_policy.rollout`: the rollout's trajectory, its time-major grid
+  and the estimators (GAE, discounted returns);
+* :mod:`~stagerl.algorithms.on_policy.networks`: ``ActorCritic`` and ``RunningMeanStd``;
+* one module per algorithm: :mod:`~stagerl.algorithms.on_policy.vpg`,
+  :mod:`~stagerl.algorithms.on_policy.a2c`, :mod:`~stagerl.algorithms.on_policy.ppo`,
+  :mod:`~stagerl.algorithms.on_policy.trpo`.
+
+A new algorithm is a ``loss`` (and, when GAE does not fit, a ``postprocess``); see
+``docs/algorithms/on_policy.md``.
+"""
+
+from stagerl.algorithms.on_policy.a2c import A2CConfig, A2CPolicy, make_a2c_agent
+from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig
+from stagerl.algorithms.on_policy.networks import (
+    ActorCritic,
+    RunningMeanStd,
+    build_model,
+    check_spaces,
+)
+from stagerl.algorithms.on_policy.ppo import PPOConfig, PPOPolicy, make_ppo_agent
+from stagerl.algorithms.on_policy.rollout import (
+    add_discounted_returns,
+    add_gae,
+    make_vector_env,
+    read_rollout,
+    rollout_trajectory,
+)
+from stagerl.algorithms.on_policy.trpo import TRPOConfig, TRPOPolicy, make_trpo_agent
+from stagerl.algorithms.on_policy.vpg import VPGConfig, VPGPolicy, make_vpg_agent
+
+__all__ = ["OnPolicyConfig", "OnPolicy", "ActorCritic", "RunningMeanStd", "build_model",
+           "check_spaces", "rollout_trajectory", "read_rollout", "add_gae",
+           "add_discounted_returns", "make_vector_env",
+           "VPGConfig", "VPGPolicy", "make_vpg_agent", "A2CConfig", "A2CPolicy", "make_a2c_agent",
+           "PPOConfig", "PPOPolicy", "make_ppo_agent", "TRPOConfig", "TRPOPolicy",
+           "make_trpo_agent"]

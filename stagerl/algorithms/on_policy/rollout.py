@@ -1,0 +1,161 @@
+"""On-policy rollouts: the trajectory that holds them, reading one into a time-major grid,
+and the estimators that add advantages or returns to it.
+
+The rollout grid, ``(T, n_lanes)`` (one column per sub-env, time down the rows)::
+
+    lane 0:  s0 a0 r0 | s1 a1 r1 | s2 a2 r2 (terminal)  | s0' a0' r0'     <- rollout's end
+    lane 1:  s0 a0 r0 | s1 a1 r1 (truncated)            | s0' a0' r0' | s1' a1' r1'
+              chain_end: False       True, bootstrap V(final observation)    True, V(next_state)
+
+``chain_end`` is True where the next row does not continue the same episode: a terminal step
+(nothing bootstrapped), a truncated step or the lane's last step of the rollout (both
+bootstrapped: ``bootstrap_value`` holds the critic's value of the true next state there).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+
+from stagerl.algorithms.on_policy.networks import check_spaces
+from stagerl.core.env import VectorEnv
+from stagerl.utils.returns import discount_rewards, generalized_advantage_estimation
+from trajectories import (
+    CircularArrayBuffer,
+    CircularArraySARTSTraces,
+    InsertSampleRatioController,
+    Traces,
+    Trajectory,
+)
+
+__all__ = ["rollout_trajectory", "check_rollout_size", "read_rollout", "add_gae",
+           "add_discounted_returns", "make_vector_env"]
+
+
+def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
+                       lane_capacity: int | None = None) -> Trajectory:
+    """The trajectory of an on-policy agent: SARTS traces plus ``log_prob``, ``value`` and
+    ``truncated``, one lane per sub-env, whose controller allows one sample per rollout of
+    ``n_steps`` transitions per sub-env (or ``controller``'s rule).
+
+    Each episode end adds a boundary row to its lane (its last state, then the next episode's
+    first state), so a lane holds ``2 * n_steps + 1`` rows by default (``lane_capacity``).
+
+    Example:
+        >>> import stagerl as rl
+        >>> trajectory = rollout_trajectory(rl.GymVectorEnv("CartPole-v1", num_envs=4), 32)
+        >>> trajectory.keys()[-3:], trajectory.controller.threshold
+        (('log_prob', 'value', 'truncated'), 128)
+    """
+    state_space, action_space, n_envs = check_spaces(env, "rollout_trajectory")
+    capacity = (lane_capacity or 2 * n_steps + 1) * n_envs
+    if isinstance(action_space, gymnasium.spaces.Discrete):
+        action = (np.int64, ())
+    else:
+        action = (np.float32, action_space.shape)
+    traces = CircularArraySARTSTraces(capacity, state=(np.float32, state_space.shape),
+                                      action=action) + Traces(
+        log_prob=CircularArrayBuffer(capacity, (), np.float32),
+        value=CircularArrayBuffer(capacity, (), np.float32),
+        truncated=CircularArrayBuffer(capacity, (), np.bool_))
+    if controller is None:
+        batch = n_steps * n_envs
+        controller = InsertSampleRatioController(ratio=1 / batch, threshold=batch)
+    # One lane per sub-env of a vector env (even of one sub-env); a single env needs none.
+    return Trajectory(traces, controller=controller,
+                      n_lanes=n_envs if isinstance(env, VectorEnv) else None)
+
+
+def check_rollout_size(who: str, n_steps: int, n_envs: int, batch_size: int) -> None:
+    """``ValueError`` when a rollout (``n_steps`` per sub-env) holds fewer transitions than one
+    minibatch of ``batch_size``."""
+    if n_steps * n_envs < batch_size:
+        raise ValueError(
+            f"{who}: a rollout holds n_steps * num_envs = {n_steps} * {n_envs} = "
+            f"{n_steps * n_envs} transitions, fewer than batch_size={batch_size}; raise n_steps "
+            "(or the number of sub-envs) or lower batch_size")
+
+
+def read_rollout(container: Any, policy: Any) -> dict:
+    """The rollout in ``container`` as ``(T, n_lanes, ...)`` numpy arrays, time-major per lane;
+    ``policy`` (an ``OnPolicy``) gives the critic's values where a chain is bootstrapped.
+
+    Fields: the traces (``state``, ``action``, ``reward``, ``terminal``, ``truncated``,
+    ``log_prob``, ``value``), ``valid`` (False on padding, where a lane has fewer than ``T``
+    steps), ``chain_end`` (the next row does not continue the episode) and ``bootstrap_value``
+    (the critic's value of the next state where a chain ends without a terminal step: a
+    truncated episode's true final observation, or the state after the rollout's last step).
+    """
+    n = len(container)
+    rows = np.arange(n)
+    ok = np.asarray(container.is_sampleable_at(rows), dtype=bool)
+    laned = hasattr(container, "lane_of")
+    lanes = container.lane_of(rows)[0] if laned else np.zeros(n, dtype=np.int64)
+    n_lanes = container.n_lanes if laned else 1
+    held = container.lane_lengths() if laned else [n]
+    if max(held) >= container.capacity // n_lanes:
+        raise RuntimeError(f"a rollout filled a lane's ring ({max(held)} rows): its oldest steps "
+                           "may be lost; give rollout_trajectory a larger lane_capacity")
+    idx = np.flatnonzero(ok)  # the transitions, lane by lane, each lane in time order
+    after = np.minimum(idx + 1, n - 1)
+    continues = (idx + 1 < n) & ok[after] & (lanes[after] == lanes[idx])
+    lane = lanes[idx]
+    counts = np.bincount(lane, minlength=n_lanes)
+    t = np.arange(len(idx)) - (np.cumsum(counts) - counts)[lane]
+
+    def grid(values: np.ndarray, fill: Any = 0) -> np.ndarray:
+        out = np.full((int(counts.max()), n_lanes, *values.shape[1:]), fill, dtype=values.dtype)
+        out[t, lane] = values
+        return out
+
+    names = ("state", "action", "reward", "terminal", "truncated", "log_prob", "value")
+    columns = {name: container.take(name, idx) for name in names}
+    bootstrap = np.zeros(len(idx), dtype=np.float32)
+    ends = ~continues & ~columns["terminal"]
+    if ends.any():
+        next_states = policy.states_tensor(container.take("next_state", idx[ends]))
+        with torch.no_grad():
+            bootstrap[ends] = policy.model.value(next_states).cpu().numpy()
+    rollout = {name: grid(values) for name, values in columns.items()}
+    rollout["bootstrap_value"] = grid(bootstrap)
+    rollout["chain_end"] = grid(~continues, fill=True)
+    rollout["valid"] = grid(np.ones(len(idx), dtype=bool), fill=False)
+    return rollout
+
+
+def add_gae(rollout: dict, gamma: float, lam: float) -> dict:
+    """Add GAE(gamma, lambda) ``advantage`` and ``return = advantage + value`` to ``rollout``.
+
+    The bootstrap value is folded into the reward of the step where a chain ends, which is then
+    marked terminal, so ``generalized_advantage_estimation`` never reads past it.
+    """
+    rewards = rollout["reward"] + gamma * rollout["bootstrap_value"]
+    values = np.concatenate([rollout["value"], np.zeros_like(rollout["value"][:1])])
+    advantage = generalized_advantage_estimation(rewards, values, gamma, lam,
+                                                 terminal=rollout["chain_end"])
+    rollout["advantage"] = advantage.astype(np.float32)
+    rollout["return"] = (advantage + rollout["value"]).astype(np.float32)
+    return rollout
+
+
+def add_discounted_returns(rollout: dict, gamma: float) -> dict:
+    """Add the discounted ``return`` of every step (Monte-Carlo, bootstrapped where a chain
+    ends without a terminal step)."""
+    rewards = rollout["reward"] + gamma * rollout["bootstrap_value"]
+    returns = discount_rewards(rewards, gamma, terminal=rollout["chain_end"])
+    rollout["return"] = returns.astype(np.float32)
+    return rollout
+
+
+def make_vector_env(env_id: str, num_envs: int, seed: int) -> Any:
+    """``num_envs`` sub-envs of ``env_id`` (sync) resetting in the step that ends an episode
+    (gymnasium's SAME_STEP autoreset): every act is a step of every sub-env, as in
+    Stable-Baselines3, and the truncated episode's final observation comes with its step."""
+    from stagerl.envs.vector import GymVectorEnv
+
+    return GymVectorEnv(env_id, num_envs=num_envs, seed=seed, vectorization_mode="sync",
+                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
