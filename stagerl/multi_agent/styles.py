@@ -4,8 +4,9 @@
 per ``act``. ``SIMULTANEOUS`` (PettingZoo's Parallel API): every live player moves in each
 ``act``, which takes a dict ``{player: action}``.
 
-``stagerl.Experiment`` runs an env whose ``dynamic_style`` has a ``run_stages(experiment, start_at)``
-with that loop instead of its own (``docs/multi_agent.md`` writes both loops out).
+``stagerl.Experiment`` runs an env whose ``dynamic_style`` has a
+``run_stages(experiment, start_at)`` with that loop instead of its own
+(``docs/multi_agent.md`` writes both loops out).
 """
 
 from __future__ import annotations

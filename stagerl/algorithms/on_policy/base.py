@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode
 from torch import nn
 
 from stagerl.algorithms._checks import Settings, check_net_arch, check_numbers
