@@ -22,15 +22,20 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium
+import numpy as np
 
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
+from stagerl.core.hooks_base import Hook
+from stagerl.core.stages import PostActStage
 from stagerl.envs.atari_wrappers import wrap_atari
 from stagerl.envs.gym import GymEnv
 from stagerl.envs.vector import GymVectorEnv
 
-__all__ = ["make_atari_env", "require_ale", "ATARI_INSTALL"]
+__all__ = ["make_atari_env", "GameScores", "require_ale", "ATARI_INSTALL"]
 
 ATARI_INSTALL = "pip install 'stagerl[atari]'  (ale-py>=0.9, which ships the ROMs, and opencv)"
 _ID = re.compile(r"^(?:ALE/(?P<v5>[A-Za-z0-9]+)-v5|(?P<v4>[A-Za-z0-9]+?)NoFrameskip-v4)$")
@@ -149,3 +154,42 @@ def make_atari_env(env_id: str = "PongNoFrameskip-v4", num_envs: int = 1, seed: 
         raise ValueError(f"make_atari_env: vectorization_mode must be 'sync' or 'async', got "
                          f"vectorization_mode={vectorization_mode!r}")
     return GymVectorEnv(vector_env, seed=seed)
+
+
+@dataclass
+class GameScores(Hook):
+    """The true score of every finished game, read from ``env.info`` after each act.
+
+    Training envs end episodes at lost lives and clip rewards, so the per-episode hooks see
+    lives and clipped sums; this hook sees games: ``scores`` (unclipped, in the order the games
+    ended) and ``lanes`` (the sub-env of each; 0 on a single env). Any env whose info carries
+    ``game_over`` and ``game_return`` works (both Atari backends do).
+
+    Example:
+        >>> import stagerl as rl
+        >>> env = make_atari_env("PongNoFrameskip-v4", num_envs=2, seed=0)  # doctest: +SKIP
+        >>> hook = rl.run(rl.RandomPolicy(rng=0), env, rl.StopAfterNSteps(20_000, progress=False),
+        ...               GameScores())  # doctest: +SKIP
+        >>> min(hook.scores) >= -21  # doctest: +SKIP
+        True
+    """
+
+    scores: list = field(default_factory=list)
+    lanes: list = field(default_factory=list)
+
+    def record(self, info: dict) -> None:
+        over = info.get("game_over")
+        if over is None:
+            return
+        if np.ndim(over):
+            for lane in np.flatnonzero(over).tolist():
+                self.scores.append(float(info["game_return"][lane]))
+                self.lanes.append(lane)
+        elif over:
+            self.scores.append(float(info["game_return"]))
+            self.lanes.append(0)
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_game_scores_post_act(hook: GameScores, stage: PostActStage, policy, env):
+    hook.record(getattr(env, "info", {}))

@@ -210,3 +210,20 @@ def _wrappers(env):
     while isinstance(env, gymnasium.Wrapper):
         yield env
         env = env.env
+
+
+def test_game_scores_reports_each_game_once_with_its_unclipped_score():
+    from stagerl.envs.atari import GameScores
+
+    def make():
+        return wrap_atari(ScriptedGame(), training=True, noop_max=0)
+
+    env = rl.GymVectorEnv(gymnasium.vector.SyncVectorEnv([make, make]), seed=0)
+    hook = rl.run(rl.RandomPolicy(rng=0), env, rl.StopAfterNSteps(2 * 70, progress=False),
+                  GameScores())
+    assert hook.scores == [GAME_SCORE] * 4 and hook.lanes == [0, 1, 0, 1]
+    # a single env, reset by the loop at every lost life: the same games
+    single = rl.GymEnv(make(), seed=0)
+    hook = rl.run(rl.RandomPolicy(rng=0), single, rl.StopAfterNSteps(70, progress=False),
+                  GameScores())
+    assert hook.scores == [GAME_SCORE] * 3 and hook.lanes == [0] * 3
