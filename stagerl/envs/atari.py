@@ -31,14 +31,13 @@ import numpy as np
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
 from stagerl.core.hooks_base import Hook
 from stagerl.core.stages import PostActStage
-from stagerl.envs.atari_wrappers import wrap_atari
+from stagerl.envs.atari_wrappers import atari_game, wrap_atari
 from stagerl.envs.gym import GymEnv
 from stagerl.envs.vector import GymVectorEnv
 
 __all__ = ["make_atari_env", "GameScores", "require_ale", "ATARI_INSTALL"]
 
 ATARI_INSTALL = "pip install 'stagerl[atari]'  (ale-py>=0.9, which ships the ROMs, and opencv)"
-_ID = re.compile(r"^(?:ALE/(?P<v5>[A-Za-z0-9]+)-v5|(?P<v4>[A-Za-z0-9]+?)NoFrameskip-v4)$")
 
 
 def require_ale() -> None:
@@ -61,19 +60,6 @@ def require_ale() -> None:
             f"Atari preprocessing needs opencv, which is not installed: {ATARI_INSTALL}"
         ) from error
     gymnasium.register_envs(ale_py)
-
-
-def _game(env_id: Any) -> tuple[str, float]:
-    """The game's name and the id's sticky-action probability: ``ALE/Pong-v5`` (0.25, as the
-    ALE recommends) or ``PongNoFrameskip-v4`` (0.0, as RL-Zoo and SB3 train)."""
-    match = _ID.match(env_id) if isinstance(env_id, str) else None
-    if match is None:
-        raise ValueError(
-            f"make_atari_env needs an Atari id such as 'PongNoFrameskip-v4' (RL-Zoo's settings) "
-            f"or 'ALE/Pong-v5' (sticky actions), got env_id={env_id!r}")
-    if match["v5"]:
-        return match["v5"], 0.25
-    return match["v4"], 0.0
 
 
 def _make_one(env_id: str, training: bool, noop_max: int, frame_skip: int, screen_size: int,
@@ -126,7 +112,7 @@ def make_atari_env(env_id: str = "PongNoFrameskip-v4", num_envs: int = 1, seed: 
         >>> env.reset(); env.state.shape, env.state.dtype  # doctest: +SKIP
         ((2, 84, 84), dtype('uint8'))
     """
-    _game(env_id)
+    atari_game(env_id)
     for name, value, least in (("num_envs", num_envs, 1), ("noop_max", noop_max, 0),
                                ("frame_skip", frame_skip, 1), ("screen_size", screen_size, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:

@@ -23,15 +23,17 @@ Rewards and episode ends above step 2 are what the agent learns from; ``info["ga
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import gymnasium
 import numpy as np
 
 __all__ = ["GameScore", "LifeLossEndsEpisode", "FireOnReset", "FireAfterLifeLoss",
-           "ClipRewardToSign", "RewardIsGameScore", "needs_fire", "wrap_atari"]
+           "ClipRewardToSign", "RewardIsGameScore", "atari_game", "needs_fire", "wrap_atari"]
 
 NOOP, FIRE = 0, 1
+_ID = re.compile(r"^(?:ALE/(?P<v5>[A-Za-z0-9]+)-v5|(?P<v4>[A-Za-z0-9]+?)NoFrameskip-v4)$")
 
 
 def _lives(env: gymnasium.Env) -> int:
@@ -159,6 +161,19 @@ class RewardIsGameScore(gymnasium.Wrapper):
         obs, _, terminated, truncated, info = self.env.step(action)
         reward, self.score = info["game_return"] - self.score, info["game_return"]
         return obs, reward, terminated, truncated, info
+
+
+def atari_game(env_id: Any) -> tuple[str, float]:
+    """The game's name and the id's sticky-action probability: ``ALE/Pong-v5`` (0.25, as the
+    ALE recommends) or ``PongNoFrameskip-v4`` (0.0, as RL-Zoo and SB3 train)."""
+    match = _ID.match(env_id) if isinstance(env_id, str) else None
+    if match is None:
+        raise ValueError(
+            f"make_atari_env needs an Atari id such as 'PongNoFrameskip-v4' (RL-Zoo's settings) "
+            f"or 'ALE/Pong-v5' (sticky actions), got env_id={env_id!r}")
+    if match["v5"]:
+        return match["v5"], 0.25
+    return match["v4"], 0.0
 
 
 def needs_fire(env: gymnasium.Env) -> bool:

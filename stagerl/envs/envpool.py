@@ -39,6 +39,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from stagerl.envs.atari_wrappers import atari_game
 from stagerl.envs.gym import check_seed
 from stagerl.envs.vector import GymVectorEnv
 
@@ -184,9 +185,8 @@ class EnvPoolVectorEnv(gymnasium.vector.VectorEnv):
             "checkpointed; build it with backend='gymnasium' to checkpoint the env")
 
     def __repr__(self) -> str:
-        return f"EnvPoolVectorEnv({self.pool.spec.config.task_id!r}, num_envs={self.num_envs})" \
-            if hasattr(self.pool.spec.config, "task_id") else \
-            f"EnvPoolVectorEnv(num_envs={self.num_envs}, seed={self.seed})"
+        return (f"EnvPoolVectorEnv(num_envs={self.num_envs}, seed={self.seed}, "
+                f"max_episode_steps={self.max_episode_steps})")
 
 
 def make_envpool_env(task_id: str, num_envs: int = 1, seed: int | None = None,
@@ -237,9 +237,7 @@ def make_envpool_atari(env_id: str, num_envs: int = 1, seed: int | None = None,
                        training: bool = True, noop_max: int = 30, frame_skip: int = 4,
                        screen_size: int = 84, **envpool_kwargs: Any) -> GymVectorEnv:
     """``make_atari_env(..., backend="envpool")``: the same preprocessing, in EnvPool."""
-    from stagerl.envs.atari import _game
-
-    game, sticky = _game(env_id)
+    game, sticky = atari_game(env_id)
     settings = dict(stack_num=1, gray_scale=True, img_height=screen_size, img_width=screen_size,
                     noop_max=noop_max, frame_skip=frame_skip, episodic_life=training,
                     reward_clip=training, use_fire_reset=True, repeat_action_probability=sticky,
