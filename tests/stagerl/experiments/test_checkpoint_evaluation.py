@@ -15,8 +15,8 @@ from PIL import Image
 
 import stagerl as rl
 from stagerl.checkpoints import save
-from stagerl.experiments import evaluation, run
-from stagerl.experiments.evaluation import evaluate_checkpoint
+from stagerl.experiments import checkpoint_evaluation, run
+from stagerl.experiments.checkpoint_evaluation import evaluate_checkpoint
 from stagerl.experiments.registry import EVAL_SEED_OFFSET, NamedExperiment, configure, load
 from stagerl.experiments.runner import make_eval_env
 from stagerl.experiments.zoo import tabular_q_random_walk
@@ -146,7 +146,7 @@ def painted_walk_experiment(monkeypatch):
         tabular_q_random_walk.make_agent,
         lambda config, seed: rl.GymEnv(PaintedWalk(render_mode="rgb_array"), seed=seed),
         eval_max_episode_steps=100)
-    monkeypatch.setattr(evaluation, "load_experiment", lambda name: experiment)
+    monkeypatch.setattr(checkpoint_evaluation, "load_experiment", lambda name: experiment)
 
 
 def test_a_gif_of_an_env_that_renders_without_pygame_holds_its_frames(

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import stagerl as rl
-from stagerl.core.evaluation import acting_policy
+from stagerl.core.evaluate import acting_policy
 from stagerl.experiments import load
 from stagerl.logging import Evaluate, ScalarListener
 
