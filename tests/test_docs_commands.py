@@ -1,0 +1,688 @@
+"""Every command line README.md and docs/**/*.md show runs, in a temporary directory with fewer
+steps; the pages' Python blocks that no other test runs run here too.
+
+Commands are read from the pages: every line of a ``bash`` or ``console`` block, each line of an
+unlabeled block that begins with a command word (``stagerl``, ``python``, ``make``, ...), and
+inline code that begins with one. ``COMMANDS`` says how each is run here;
+``test_every_command_the_docs_show_has_a_row`` fails for a command without a row (or a row
+without a command), so a command added to a page is run from then on, or skipped in that table
+with its reason in plain sight. A ``stagerl`` command written as syntax (``stagerl run NAME
+--logdir DIR``, ``stagerl plot <logdir> [...]``) or naming a subcommand alone (``stagerl
+eval``) is checked against the command line's own help instead: the subcommand exists and takes
+every option named.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+COMMAND_WORDS = ("stagerl", "python", "make", "pip", "pytest", "mkdocs", "flock")
+#: Fenced blocks by language: what their lines are.
+LANGUAGES = {"bash": "every line a command", "console": "every line a command ($ prompts)",
+             "": "a line that begins with a command word is a command (tables, diagrams)",
+             "python": "code: run by the page's test (PYTHON_TESTS) or by this file"}
+FENCE = re.compile(r"^```(\S*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+INLINE = re.compile(r"(?<!`)`([^`]+)`(?!`)")
+#: The run length each experiment's commands are cut to.
+STEPS = {"dqn-cartpole": "300", "ppo-cartpole": "512", "sac-pendulum": "300"}
+ENV = {**os.environ, "CI": "1", "PYTHONPATH": os.pathsep.join(
+    [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def commands_in_docs() -> dict[str, list[str]]:
+    """Every command the pages show, each with the places (``page:line``) it is shown."""
+    found: dict[str, list[str]] = {}
+    for page in PAGES:
+        text, name = page.read_text(), str(page.relative_to(ROOT))
+        places = []  # (command, offset)
+        for block in FENCE.finditer(text):
+            language, offset = block.group(1), block.start(2)
+            for line in block.group(2).splitlines(keepends=True):
+                words = line.split()
+                if words and (language in ("bash", "console") or
+                              language == "" and words[0] in COMMAND_WORDS):
+                    # a comment (" # ...") or a table's description (after two spaces) left off
+                    command = re.split(r"\s#\s|\s{2,}", line.strip().removeprefix("$ "))[0]
+                    places.append((" ".join(command.split()), offset))
+                offset += len(line)
+        prose = FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+        for span in INLINE.finditer(prose):
+            words = span.group(1).split()
+            if len(words) > 1 and words[0] in COMMAND_WORDS:
+                places.append((" ".join(words), span.start()))
+        for command, offset in places:
+            found.setdefault(command, []).append(f"{name}:{text.count(chr(10), 0, offset) + 1}")
+    return found
+
+
+def is_syntax(command: str) -> bool:
+    """A ``stagerl`` command with placeholders, or a subcommand named without what it needs
+    (``<run>``, a run's directory, is no placeholder: Workspace.argv puts a run there)."""
+    words = command.split()
+    if words[0] != "stagerl":
+        return False
+    if re.search(r"<(?!run>)[^>]*>|\[|\.\.\.|\b[A-Z]+\b", command):
+        return True
+    positional = [w for w in words[2:] if not w.startswith("-") and "=" not in w]
+    return words[1] != "list" and not positional
+
+
+# ---- running a command ------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    status: int
+    out: str
+    err: str
+
+    @property
+    def logdir(self) -> Path:
+        """The log directory a run printed (``logs: DIR  (...)``)."""
+        (line,) = [line for line in self.out.splitlines() if line.startswith("logs: ")]
+        return Path(line[len("logs: "):].split("  (")[0])
+
+
+class Workspace:
+    """A temporary directory the commands run in, each at most once (later ones use what
+    earlier ones wrote: a run to plot, a run to evaluate, an interrupted run to resume)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.results = root, {}
+
+    def run(self, command: str) -> Result:
+        if command not in self.results:
+            row = COMMANDS.get(command) or SETUP[command]
+            for first in row.after:
+                self.run(first)
+            self.results[command] = row.execute(command, self)
+        return self.results[command]
+
+    def main(self, argv: list[str]) -> Result:
+        """``stagerl.cli.main(argv)`` in this process, in the workspace, as a terminal-less
+        shell would run ``stagerl ARGV`` (``CI`` set: progress as lines, not bars)."""
+        from stagerl.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        before, ci = Path.cwd(), os.environ.get("CI")
+        os.chdir(self.root)
+        os.environ["CI"] = "1"
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    status = main(argv)
+                except SystemExit as exit_:  # argparse's --help
+                    status = exit_.code or 0
+        finally:
+            os.chdir(before)
+            if ci is None:
+                del os.environ["CI"]
+        return Result(status, out.getvalue(), err.getvalue())
+
+    def argv(self, command: str, shorten: bool = True) -> list[str]:
+        """``command``'s arguments as a shell passes them: globs expanded, ``<run>`` the run of
+        ``stagerl run dqn-cartpole``, and ``--steps`` cut to the experiment's STEPS."""
+        words = shlex.split(command)[1:]
+        if "<run>" in command:
+            run = self.run("stagerl run dqn-cartpole").logdir
+            words = [w.replace("runs/dqn-cartpole/<run>", str(run)) for w in words]
+        words = [m for w in words for m in
+                 (sorted(str(p.relative_to(self.root)) for p in self.root.glob(w)) or [w]
+                  if "*" in w else [w])]
+        if shorten and words[0] == "run":
+            experiment = next(w for w in words[1:] if not w.startswith("-") and "=" not in w)
+            if "--steps" in words:
+                words[words.index("--steps") + 1] = STEPS[experiment]
+            else:
+                words += ["--steps", STEPS[experiment]]
+        return words
+
+    def summary(self, command: str) -> dict:
+        return json.loads((self.root / self.run(command).logdir / "summary.json").read_text())
+
+    def config(self, command: str) -> dict:
+        return json.loads((self.root / self.run(command).logdir / "config.json").read_text())
+
+
+@dataclass(frozen=True)
+class Run:
+    """Through ``stagerl.cli.main`` in this process, in the workspace (``Workspace.argv``);
+    exit status ``status``, then ``check(result, workspace)``."""
+    check: Callable | None = None
+    after: tuple[str, ...] = ()
+    shorten: bool = True
+    status: int = 0
+    needs: tuple[str, ...] = ()  # modules of an extra; the row is skipped without them
+
+    def execute(self, command: str, ws: Workspace) -> Result:
+        return ws.main(ws.argv(command, self.shorten))
+
+
+@dataclass(frozen=True)
+class Process:
+    """As written (or as ``argv``), in a subprocess in the workspace."""
+    check: Callable | None = None
+    argv: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    status: int = 0
+    needs: tuple[str, ...] = ()
+
+    def execute(self, command: str, ws: Workspace) -> Result:
+        argv = list(self.argv) or shlex.split(command)
+        argv = [sys.executable if w == "python" else w for w in argv]
+        if argv[0] == "stagerl":  # the console script of the Python running the tests
+            argv[0] = str(Path(sys.executable).with_name("stagerl"))
+        done = subprocess.run(argv, cwd=ws.root, env=ENV, capture_output=True, text=True,
+                              timeout=300)
+        return Result(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass(frozen=True)
+class OnRay(Run):
+    """Through ``stagerl.cli.main`` in the one subprocess that holds a local Ray instance
+    (starting Ray takes seconds: the Ray commands and docs/distributed.md's examples share
+    one)."""
+    needs: tuple[str, ...] = ("ray",)
+
+    def execute(self, command: str, ws: Workspace) -> Result:
+        return Result(*ws.run(RAY_SESSION).out[command])
+
+
+@dataclass(frozen=True)
+class Make:
+    """``make -n TARGET`` shows ``recipe`` (the ``.venv``'s programs), ``make -n TARGET
+    VARIABLES`` shows ``tiny`` for the tiny form, and that runs (``stagerl`` in this process,
+    ``python`` in a subprocess in the repository, with ``narrowed`` added)."""
+    recipe: str
+    variables: tuple[str, ...] = ()
+    tiny: str = ""
+    narrowed: tuple[str, ...] = ()
+    check: Callable | None = None
+    after: tuple[str, ...] = ()
+    status: int = 0
+    needs: tuple[str, ...] = ()
+
+    def execute(self, command: str, ws: Workspace) -> Result:
+        target = command.split()[1:]
+        for variables, recipe in (((), self.recipe), (self.variables, self.tiny or self.recipe)):
+            shown = subprocess.run(["make", "-n", *target, *variables], cwd=ROOT,
+                                   capture_output=True, text=True, timeout=60)
+            assert shown.returncode == 0, shown.stderr
+            assert " ".join(shown.stdout.splitlines()[-1].split()) == recipe, shown.stdout
+        words = [*shlex.split(self.tiny or self.recipe), *self.narrowed]
+        if words[0] == ".venv/bin/stagerl":
+            return ws.main(words[1:])
+        assert words[0] == ".venv/bin/python", words
+        done = subprocess.run([sys.executable, *words[1:]], cwd=ROOT, env=ENV,
+                              capture_output=True, text=True, timeout=300)
+        return Result(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Not run here, for ``reason``; ``check(command)`` checks what it names is there."""
+    reason: str
+    check: Callable | None = None
+    after: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+
+
+class Interrupted:
+    """``stagerl run dqn-cartpole --logdir runs/a --steps 1000`` stopped by Ctrl-C (SIGINT,
+    raised from inside CartPole's 250th step, as a user's key press would arrive)."""
+    after: tuple[str, ...] = ()
+    at = 250
+
+    def execute(self, command: str, ws: Workspace) -> Result:
+        from gymnasium.envs.classic_control import CartPoleEnv
+
+        step, calls = CartPoleEnv.step, []
+
+        def step_then_ctrl_c(env, action):
+            calls.append(action)
+            if len(calls) == self.at:
+                # The run's own handler (a checkpoint at the step's end), never pytest's.
+                assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+                signal.raise_signal(signal.SIGINT)
+            return step(env, action)
+
+        CartPoleEnv.step = step_then_ctrl_c
+        try:
+            result = ws.main(["run", "dqn-cartpole", "--logdir", "runs/a", "--steps", "1000"])
+        finally:
+            CartPoleEnv.step = step
+        assert result.status == 130, result.err
+        assert result.err.splitlines()[-1].endswith(
+            "continue with: stagerl run dqn-cartpole --logdir runs/a --resume"), result.err
+        return result
+
+
+class RaySession:
+    """One subprocess with a local Ray instance: the OnRay commands, then the Python blocks of
+    docs/distributed.md (PYTHON_HERE); ``out`` maps each to its result."""
+    after: tuple[str, ...] = ()
+
+    def execute(self, command: str, ws: Workspace) -> Result:
+        commands = {c: ws.argv(c) for c, row in COMMANDS.items() if isinstance(row, OnRay)}
+        page = "docs/distributed.md"
+        blocks = PYTHON_HERE[page].blocks(page)
+        done = subprocess.run([sys.executable, "-c", RAY_DRIVER, json.dumps(commands),
+                               json.dumps(blocks)], cwd=ws.root, env=ENV, capture_output=True,
+                              text=True, timeout=400)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return Result(0, json.loads((ws.root / "ray_results.json").read_text()), done.stderr)
+
+
+RAY_DRIVER = """
+import contextlib, io, json, sys
+from stagerl.cli import main
+results = {}
+for command, argv in json.loads(sys.argv[1]).items():
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        results[command] = [main(argv), out.getvalue(), err.getvalue()]
+namespace = {"__name__": "docs"}
+for block in json.loads(sys.argv[2]):
+    exec(compile(block, "docs/distributed.md", "exec", dont_inherit=True), namespace)
+results["docs/distributed.md"] = {"workers": namespace["summary"]["workers"]["workers"],
+                                  "env_steps": namespace["summary"]["env_steps"]}
+with open("ray_results.json", "w") as file:
+    json.dump(results, file)
+"""
+RAY_SESSION = "(the Ray session)"
+INTERRUPTED = "stagerl run dqn-cartpole --logdir runs/a --steps 1000, stopped by Ctrl-C"
+#: What some commands need first, that no page shows as a command.
+SETUP = {
+    RAY_SESSION: RaySession(),
+    INTERRUPTED: Interrupted(),
+}
+
+
+# ---- what a command must have done ------------------------------------------------------------
+
+
+def ran(**settings):
+    """It trained (the cut length) and evaluated (20 episodes); its log directory is where the
+    docs say (``runs/<experiment>/<YYYYmmdd-HHMMSS>-seed<S>`` unless ``--logdir``) and its
+    config.json holds ``settings`` (the seed, hyper-parameters)."""
+    def check(command, result, ws):
+        summary = json.loads((ws.root / result.logdir / "summary.json").read_text())
+        config = json.loads((ws.root / result.logdir / "config.json").read_text())
+        assert summary["env_steps"] == config["steps"] == int(STEPS[summary["experiment"]])
+        assert summary["eval_episodes"] == 20
+        if "--logdir" not in command:
+            assert re.fullmatch(rf"runs/{summary['experiment']}/\d{{8}}-\d{{6}}-seed"
+                                rf"{config['seed']}(-\d+)?", result.logdir.as_posix())
+        for key, value in settings.items():
+            assert (config[key] if key == "seed" else config["config"][key]) == value, key
+    return check
+
+
+def printed(*texts):
+    def check(command, result, ws):
+        for text in texts:
+            assert text in result.out, result.out
+    return check
+
+
+def listed_every_experiment(command, result, ws):
+    from stagerl.experiments import names
+
+    assert [line.split()[0] for line in result.out.splitlines()] == names()
+
+
+def resumed(command, result, ws):
+    summary = ws.summary(command)
+    interrupted_at = int(ws.run(INTERRUPTED).err.split("step-")[-1].split(";")[0])
+    assert summary["env_steps"] == 1000 and summary["resumed_at_step"] == interrupted_at
+    assert f"resumed at env step {interrupted_at:,} (1,000 in all)" in result.out
+
+
+def plotted_runs(count):
+    def check(command, result, ws):
+        path = ws.root / result.out.split()[-1]
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert len(ws.argv(command)) - 1 >= count  # the runs the glob matched
+    return check
+
+
+def evaluated(episodes, video=None, repeats=None):
+    """``episodes`` episodes evaluated; ``video`` written; the return of the final evaluation
+    of the run of command ``repeats`` repeated."""
+    def check(command, result, ws):
+        assert f"over {episodes} deterministic episodes" in result.out, result.out
+        if repeats is not None:
+            mean = ws.summary(repeats)["eval_return_mean"]
+            assert f"return {mean:.4g} ±" in result.out, result.out
+        if video is not None:
+            assert f"video: {video}" in result.out
+            head = (ws.root / video).read_bytes()[:12]
+            assert head[:6] == b"GIF89a" if video.endswith(".gif") else head[4:8] == b"ftyp"
+    return check
+
+
+def on_cuda_or_refused(command, result, ws):
+    """On a machine with CUDA, a run there; without, one line naming the devices that work,
+    exit 2, nothing written (as docs/gpu.md says)."""
+    import torch
+
+    if torch.cuda.is_available():
+        assert result.status == 0 and ws.summary(command)["device"].startswith("cuda")
+        return
+    assert result.status == 2 and len(result.err.splitlines()) == 1, result.err
+    assert "'cpu'" in result.err and "'auto'" in result.err, result.err
+    assert all((d / "summary.json").exists() for d in (ws.root / "runs").glob("*/*"))
+
+
+def on_two_workers(command, result, ws):
+    assert ws.summary(command)["workers"]["workers"] == 2
+    ran()(command, result, ws)
+
+
+def extras_exist(command):
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    section = pyproject.split("\n[project.optional-dependencies]\n")[1].split("\n[")[0]
+    extras = re.findall(r"\[(\w+)\]", command)
+    assert extras or command.split()[-1] == re.search(r'^name = "(.+)"', pyproject, re.M)[1]
+    for extra in extras:
+        assert re.search(rf"^{extra} = \[", section, re.M), extra
+
+
+def scripts_exist(command):
+    scripts = [w for w in command.split() if w.endswith(".py")]
+    assert scripts and all((ROOT / s).is_file() for s in scripts), scripts
+    if "--only" in command:  # benchmarks/algorithms.py's sections
+        section = command.split()[command.split().index("--only") + 1]
+        assert (ROOT / "benchmarks" / "algorithm_runs" / f"{section}.py").is_file(), section
+    if command.startswith("pytest -m slow"):
+        assert "pytest.mark.slow" in (ROOT / scripts[0]).read_text()
+
+
+def benchmarks_exist(command):
+    shown = subprocess.run(["make", "-n", "bench"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=60).stdout
+    scripts = re.findall(r"benchmarks/\w+\.py", shown)
+    assert len(scripts) >= 3 and all((ROOT / s).is_file() for s in scripts), shown
+
+
+def site_builds_elsewhere(command):
+    assert (ROOT / "mkdocs.yml").is_file()
+    assert "mkdocs" in (ROOT / "tests" / "test_docs.py").read_text()
+
+
+LONG_BENCHMARK = "a long benchmark: full trainings of stagerl and Stable-Baselines3, seeds 0-2"
+TIMING = "a timing benchmark (minutes, meaningful only on an idle machine)"
+PACKAGE_INDEX = "installs from the package index (the test runs where it is installed)"
+
+#: How each command the docs show runs here (commands written as syntax are checked by
+#: test_the_syntax_the_docs_show_is_the_command_lines; see the module's docstring).
+COMMANDS = {
+    "stagerl list": Process(listed_every_experiment),
+    "python -m stagerl ...": Process(listed_every_experiment,  # "..." stands for a command
+                                     argv=("python", "-m", "stagerl", "list")),
+    "stagerl run dqn-cartpole": Run(ran(seed=0)),
+    "stagerl run dqn-cartpole --help": Run(printed("dqn-cartpole:", "hyper-parameters",
+                                                   "learning_rate", "exploration_fraction")),
+    "stagerl run ppo-cartpole --help": Run(printed("ppo-cartpole:", "net_arch", "clip_range")),
+    "stagerl run ppo-cartpole --seed 1 --steps 50000 learning_rate=3e-4 net_arch=64,64":
+        Run(ran(seed=1, learning_rate=3e-4, net_arch=[64, 64])),
+    "stagerl run ppo-cartpole --seed 1 learning_rate=3e-4": Run(ran(seed=1, learning_rate=3e-4)),
+    "stagerl run ppo-cartpole net_arch=64,64": Run(ran(net_arch=[64, 64])),
+    "stagerl run ppo-cartpole net_arch=64,64 max_grad_norm=inf":
+        Run(ran(net_arch=[64, 64], max_grad_norm={"float": "inf"})),
+    "stagerl run ppo-cartpole --steps 4000": Run(ran(seed=0)),
+    "stagerl run dqn-cartpole --steps 20000 --seed 3 learning_rate=1e-3 net_arch=64,64":
+        Run(ran(seed=3, learning_rate=1e-3, net_arch=[64, 64])),
+    "stagerl run sac-pendulum": Run(ran(seed=0)),
+    "stagerl run dqn-cartpole --device cuda": Run(on_cuda_or_refused, status=None),
+    "stagerl run dqn-cartpole --logdir runs/a --resume":
+        Run(resumed, after=(INTERRUPTED,), shorten=False),
+    "stagerl plot runs/dqn-cartpole/*": Run(plotted_runs(2), after=(
+        "stagerl run dqn-cartpole",
+        "stagerl run dqn-cartpole --steps 20000 --seed 3 learning_rate=1e-3 net_arch=64,64")),
+    "stagerl eval runs/dqn-cartpole/<run> --video first.mp4": Run(
+        evaluated(20, "first.mp4", repeats="stagerl run dqn-cartpole"),
+        needs=("imageio_ffmpeg", "pygame")),
+    "stagerl eval runs/a --episodes 10": Run(
+        evaluated(10), after=("stagerl run dqn-cartpole --logdir runs/a --resume",)),
+    "stagerl run dqn-cartpole --logdir runs/dqn": Run(ran(seed=0)),
+    "stagerl eval runs/dqn": Run(evaluated(20, repeats="stagerl run dqn-cartpole --logdir "
+                                                      "runs/dqn"),
+                                 after=("stagerl run dqn-cartpole --logdir runs/dqn",)),
+    "stagerl eval runs/dqn/checkpoints/best --episodes 5 --video best.gif": Run(
+        evaluated(5, "best.gif"), after=("stagerl run dqn-cartpole --logdir runs/dqn",),
+        needs=("pygame",)),
+    "stagerl run ppo-cartpole --ray-workers 2": OnRay(on_two_workers),
+    "make run": Make(".venv/bin/stagerl run dqn-cartpole", variables=("STEPS=300",),
+                     tiny=".venv/bin/stagerl run dqn-cartpole --steps 300",
+                     check=ran(seed=0)),
+    "make test": Make('.venv/bin/python -m pytest -m "not slow" -q',
+                      narrowed=("tests/test_layers.py", "-p", "no:cacheprovider"),
+                      check=printed("passed")),
+    "make bench": Skip(TIMING, benchmarks_exist),
+    "python benchmarks/algorithms.py": Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/algorithms.py --only dqn": Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/algorithms.py --only on_policy": Skip(LONG_BENCHMARK, scripts_exist),
+    "flock /tmp/stagerl-timing.lock python benchmarks/algorithms.py --only "
+    "off_policy_continuous": Skip(LONG_BENCHMARK, scripts_exist),
+    "flock /tmp/stagerl-timing.lock .venv/bin/python benchmarks/checkpoints.py":
+        Skip(TIMING, scripts_exist),
+    "python benchmarks/multi_agent.py": Skip(TIMING, scripts_exist),
+    "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
+        Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
+    "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "
+                         "(mkdocs build --strict)", site_builds_elsewhere),
+    "pip install stagerl": Skip(PACKAGE_INDEX, extras_exist),
+    "pip install -e '.[dev]'": Skip(PACKAGE_INDEX, extras_exist),
+    'pip install "stagerl[tensorboard]"': Skip(PACKAGE_INDEX, extras_exist),
+    "pip install 'stagerl[tensorboard]'": Skip(PACKAGE_INDEX, extras_exist),
+    'pip install "stagerl[notebook]"': Skip(PACKAGE_INDEX, extras_exist),
+    "pip install 'stagerl[video]'": Skip(PACKAGE_INDEX, extras_exist),
+    "pip install 'stagerl[ray]'": Skip(PACKAGE_INDEX, extras_exist),
+    "pip install 'stagerl[pettingzoo]'": Skip(PACKAGE_INDEX, extras_exist),
+}
+
+
+# ---- the pages' Python blocks -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page's Python blocks run in one namespace, training lengths ``shorter``, statements
+    holding a key of ``left_out`` left out (the value says why); then ``check(namespace)``."""
+    check: Callable
+    shorter: tuple[tuple[str, str], ...] = ()
+    left_out: tuple[tuple[str, str], ...] = ()
+
+    def blocks(self, page: str) -> list[str]:
+        found = []
+        for block in re.findall(r"```python\n(.*?)```", (ROOT / page).read_text(), re.DOTALL):
+            if block.startswith(">>>"):
+                continue  # a doctest: DOCTESTS
+            for written, shorter in self.shorter:
+                block = block.replace(written, shorter)
+            lines = block.splitlines(keepends=True)
+            for node in reversed(ast.parse(block).body):
+                source = "".join(lines[node.lineno - 1:node.end_lineno])
+                if any(text in source for text, _ in self.left_out):
+                    del lines[node.lineno - 1:node.end_lineno]
+            found.append("".join(lines))
+        return found
+
+
+def _acts_counted(namespace):
+    import stagerl as rl
+
+    hook = namespace["CountActs"]() + namespace["BestReturn"]()
+    rl.run(rl.RandomPolicy(rng=0), rl.RandomWalk1D(), rl.StopAfterNSteps(50, progress=False),
+           hook)
+    assert hook[0].acts == 50 and hook[1].best == 1.0
+
+
+def _longest_episode_found(namespace):
+    import stagerl as rl
+
+    assert len(namespace["hook"].rewards) > 10  # every sub-env's episodes
+    hook = namespace["LongestEpisode"]()
+    rl.run(rl.RandomPolicy(rng=0), rl.GymVectorEnv("CartPole-v1", num_envs=2, seed=0),
+           rl.StopAfterNSteps(200, progress=False), hook)
+    assert 8 <= hook.longest < 200
+
+
+def _always_right(namespace):
+    import stagerl as rl
+
+    assert rl.plan(namespace["AlwaysRight"](), rl.RandomWalk1D()) == 1
+
+
+def _trained_briefly(namespace):
+    assert namespace["summary"]["env_steps"] == 300 and len(namespace["hook"].rewards) > 3
+
+
+#: Pages whose Python blocks no other test runs.
+PYTHON_HERE = {
+    "docs/dispatch.md": Page(_always_right),
+    "docs/index.md": Page(lambda namespace: len(namespace["hook"].rewards) > 10),
+    "docs/getting_started.md": Page(_trained_briefly,
+                                    shorter=(("50_000", "300"), ("20_000", "300"))),
+    "docs/vector_envs.md": Page(_longest_episode_found, shorter=(("50_000", "500"),)),
+    "docs/write_a_hook.md": Page(_acts_counted),
+    # on Ray, in RaySession, checked in test_the_commands_and_examples_on_ray_run
+    "docs/distributed.md": Page(
+        lambda namespace: None, shorter=(("50_000", "600"),),
+        left_out=(('ray_address="head-node:6379"', "a Ray cluster at head-node:6379"),)),
+}
+#: Pages whose Python blocks run in a test of their own.
+PYTHON_TESTS = {
+    "README.md": "tests/test_readme.py",
+    "docs/algorithms/index.md": "tests/stagerl/algorithms/test_algorithm_docs.py",
+    "docs/algorithms/dqn.md": "tests/stagerl/algorithms/test_algorithm_docs.py",
+    "docs/algorithms/sac_td3.md": "tests/stagerl/algorithms/test_algorithm_docs.py",
+    "docs/algorithms/on_policy.md": "tests/stagerl/algorithms/test_on_policy_example.py",
+    "docs/checkpoints.md": "tests/stagerl/checkpoints/test_checkpoint_docs.py",
+    "docs/logging.md": "tests/stagerl/logging/test_logging_docs.py",
+    "docs/loop.md": "tests/stagerl/core/test_run.py",
+    "docs/multi_agent.md": "tests/stagerl/multi_agent/test_multi_agent_docs.py",
+    "docs/trajectories.md": "tests/trajectories/test_trajectories_docs.py",
+    "docs/write_a_policy.md": "tests/stagerl/policies/test_policy_docs.py",
+}
+#: Pages with doctest blocks (>>>), and the test that runs them with doctest.testfile.
+DOCTESTS = {"docs/distributed.md": "tests/stagerl/distributed/test_batches.py"}
+
+
+# ---- the tests --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Workspace:
+    return Workspace(tmp_path_factory.mktemp("docs_commands"))
+
+
+def test_every_command_the_docs_show_has_a_row():
+    found = {c: where for c, where in commands_in_docs().items() if not is_syntax(c)}
+    missing = {c: where for c, where in found.items() if c not in COMMANDS}
+    assert not missing, ("commands the docs show that no row of COMMANDS runs (add a row that "
+                         f"runs each, or a Skip with its reason): {missing}")
+    assert not set(COMMANDS) - set(found), f"rows for no command: {set(COMMANDS) - set(found)}"
+    # the reading itself: the README's command table and blocks were found
+    assert {"make run", "make test", "stagerl list", "stagerl run dqn-cartpole --help",
+            "stagerl plot runs/dqn-cartpole/*"} <= set(found)
+
+
+def test_every_fenced_block_is_of_a_language_this_test_reads():
+    for page in PAGES:
+        for language in re.findall(r"^```(\S*)\n", page.read_text(), re.MULTILINE):
+            assert language in LANGUAGES, (f"{page.relative_to(ROOT)}: a ```{language} block; "
+                                           "say in LANGUAGES whether its lines are commands")
+
+
+def _rows(kind):
+    return [pytest.param(c, id=c[:70]) for c, row in COMMANDS.items() if isinstance(row, kind)
+            and not isinstance(row, OnRay)]
+
+
+@pytest.mark.parametrize("command", _rows((Run, Process, Make)))
+def test_the_command_runs(workspace, command):
+    row = COMMANDS[command]
+    for module in row.needs:
+        pytest.importorskip(module, reason=f"{command!r} needs {module} (an extra)")
+    result = workspace.run(command)
+    if row.status is not None:
+        assert result.status == row.status, result.err
+    if row.check is not None:
+        row.check(command, result, workspace)
+
+
+@pytest.mark.parametrize("command", _rows(Skip))
+def test_what_a_skipped_command_names_is_there(command):
+    """Skipped commands (their reasons in COMMANDS) name scripts, extras and sections that
+    exist."""
+    COMMANDS[command].check(command)
+
+
+def test_the_syntax_the_docs_show_is_the_command_lines(workspace):
+    from stagerl.cli import COMMANDS as SUBCOMMANDS
+
+    syntax = [c for c in commands_in_docs() if is_syntax(c)]
+    assert "stagerl run NAME --logdir DIR --resume" in syntax and "stagerl eval" in syntax
+    helps = {}
+    for command in syntax:
+        subcommand = command.split()[1]
+        assert subcommand in SUBCOMMANDS, command
+        if subcommand not in helps:
+            helps[subcommand] = workspace.main([subcommand, "--help"])
+            assert helps[subcommand].status == 0, helps[subcommand].err
+        for option in re.findall(r"(?<![\w-])--?[a-z][\w-]*", command):
+            assert re.search(rf"(?<![\w-]){option}\b", helps[subcommand].out), (command, option)
+
+
+def test_the_commands_and_examples_on_ray_run(workspace):
+    pytest.importorskip("ray")
+    session = workspace.run(RAY_SESSION).out
+    for command, row in COMMANDS.items():
+        if isinstance(row, OnRay):
+            result = workspace.run(command)
+            assert result.status == 0, result.err
+            row.check(command, result, workspace)
+    assert session["docs/distributed.md"] == {"workers": 2, "env_steps": 600}
+
+
+@pytest.mark.parametrize("page", [p for p in PYTHON_HERE if p != "docs/distributed.md"])
+def test_the_python_blocks_of_a_page_without_a_test_of_its_own_run(page, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CI", "1")
+    namespace: dict = {"__name__": "docs"}
+    for block in PYTHON_HERE[page].blocks(page):
+        exec(compile(block, str(ROOT / page), "exec", dont_inherit=True), namespace)
+    assert PYTHON_HERE[page].check(namespace) is not False
+
+
+def test_every_pages_python_blocks_are_run_by_a_test():
+    for page in PAGES:
+        name, text = str(page.relative_to(ROOT)), page.read_text()
+        blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+        if any(not b.startswith(">>>") for b in blocks):
+            assert (name in PYTHON_HERE) != (name in PYTHON_TESTS), (
+                f"{name}: say in PYTHON_HERE or PYTHON_TESTS which test runs its Python blocks")
+        if any(b.startswith(">>>") for b in blocks):
+            assert name in DOCTESTS, f"{name}: say in DOCTESTS which test runs its doctests"
+    for page, test in [*PYTHON_TESTS.items(), *DOCTESTS.items()]:
+        assert Path(page).name in (ROOT / test).read_text(), (page, test)
+    assert "doctest.testfile" in (ROOT / DOCTESTS["docs/distributed.md"]).read_text()
