@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -34,8 +33,12 @@ from docs_commands import (
     Run,
     Skip,
     Workspace,
+    benchmarks_exist,
     commands_in_docs,
+    extras_exist,
     is_syntax,
+    scripts_exist,
+    site_builds_elsewhere,
 )
 
 #: The run length each experiment's commands are cut to.
@@ -130,37 +133,6 @@ def on_cuda_or_refused(command, result, ws):
 def on_two_workers(command, result, ws):
     assert ws.summary(command)["workers"]["workers"] == 2
     ran()(command, result, ws)
-
-
-def extras_exist(command):
-    pyproject = (ROOT / "pyproject.toml").read_text()
-    section = pyproject.split("\n[project.optional-dependencies]\n")[1].split("\n[")[0]
-    extras = re.findall(r"\[(\w+)\]", command)
-    assert extras or command.split()[-1] == re.search(r'^name = "(.+)"', pyproject, re.M)[1]
-    for extra in extras:
-        assert re.search(rf"^{extra} = \[", section, re.M), extra
-
-
-def scripts_exist(command):
-    scripts = [w for w in command.split() if w.endswith(".py")]
-    assert scripts and all((ROOT / s).is_file() for s in scripts), scripts
-    if "--only" in command:  # benchmarks/algorithms.py's sections
-        section = command.split()[command.split().index("--only") + 1]
-        assert (ROOT / "benchmarks" / "algorithm_runs" / f"{section}.py").is_file(), section
-    if command.startswith("pytest -m slow"):
-        assert "pytest.mark.slow" in (ROOT / scripts[0]).read_text()
-
-
-def benchmarks_exist(command):
-    shown = subprocess.run(["make", "-n", "bench"], cwd=ROOT, capture_output=True, text=True,
-                           timeout=60).stdout
-    scripts = re.findall(r"benchmarks/\w+\.py", shown)
-    assert len(scripts) >= 3 and all((ROOT / s).is_file() for s in scripts), shown
-
-
-def site_builds_elsewhere(command):
-    assert (ROOT / "mkdocs.yml").is_file()
-    assert "mkdocs" in (ROOT / "tests" / "test_docs.py").read_text()
 
 
 LONG_BENCHMARK = "a long benchmark: full trainings of stagerl and Stable-Baselines3, seeds 0-2"
@@ -400,3 +372,18 @@ def test_every_pages_python_blocks_are_run_by_a_test():
     for page, test in [*PYTHON_TESTS.items(), *DOCTESTS.items()]:
         assert Path(page).name in (ROOT / test).read_text(), (page, test)
     assert "doctest.testfile" in (ROOT / DOCTESTS["docs/distributed.md"]).read_text()
+
+
+def test_the_docs_examples_and_library_use_the_current_names():
+    """``experiments.run`` / ``experiments.load`` (deprecated: they shadowed ``stagerl.run`` and
+    ``stagerl.load``) appear only where they are defined, never in what users copy from."""
+    old = re.compile(r"experiments\.(run|load)\(|from stagerl\.experiments(\.registry)? import "
+                     r"[^\n]*\b(run|load)\b")
+    defined = {ROOT / "stagerl" / "experiments" / "__init__.py",
+               ROOT / "stagerl" / "experiments" / "registry.py"}
+    files = [*PAGES, *(ROOT / "examples").iterdir(), *(ROOT / "stagerl").rglob("*.py"),
+             *(ROOT / "benchmarks").rglob("*.py")]
+    found = [f"{path.relative_to(ROOT)}: {match.group(0)}" for path in files
+             if path.is_file() and path not in defined
+             for match in old.finditer(path.read_text(errors="replace"))]
+    assert not found, found

@@ -320,3 +320,42 @@ class Page:
                     del lines[node.lineno - 1:node.end_lineno]
             found.append("".join(lines))
         return found
+
+
+# ---- what a skipped command names is there -------------------------------------------------
+
+
+def extras_exist(command):
+    """The extras ``pip install ...`` names are pyproject.toml's (``stagerl`` alone: its name)."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    section = pyproject.split("\n[project.optional-dependencies]\n")[1].split("\n[")[0]
+    extras = re.findall(r"\[(\w+)\]", command)
+    assert extras or command.split()[-1] == re.search(r'^name = "(.+)"', pyproject, re.M)[1]
+    for extra in extras:
+        assert re.search(rf"^{extra} = \[", section, re.M), extra
+
+
+def scripts_exist(command):
+    """The scripts named are there, and so are a benchmark's ``--only`` section and the slow
+    tests of ``pytest -m slow``."""
+    scripts = [w for w in command.split() if w.endswith(".py")]
+    assert scripts and all((ROOT / s).is_file() for s in scripts), scripts
+    if "--only" in command:  # benchmarks/algorithms.py's sections
+        section = command.split()[command.split().index("--only") + 1]
+        assert (ROOT / "benchmarks" / "algorithm_runs" / f"{section}.py").is_file(), section
+    if command.startswith("pytest -m slow"):
+        assert "pytest.mark.slow" in (ROOT / scripts[0]).read_text()
+
+
+def benchmarks_exist(command):
+    """``make bench``'s recipe runs benchmark scripts that are there."""
+    shown = subprocess.run(["make", "-n", "bench"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=60).stdout
+    scripts = re.findall(r"benchmarks/\w+\.py", shown)
+    assert len(scripts) >= 3 and all((ROOT / s).is_file() for s in scripts), shown
+
+
+def site_builds_elsewhere(command):
+    """The site ``mkdocs serve`` would serve is built by tests/test_docs.py."""
+    assert (ROOT / "mkdocs.yml").is_file()
+    assert "mkdocs" in (ROOT / "tests" / "test_docs.py").read_text()
