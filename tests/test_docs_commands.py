@@ -193,6 +193,7 @@ COMMANDS = {
     "flock /tmp/stagerl-timing.lock .venv/bin/python benchmarks/checkpoints.py":
         Skip(TIMING, scripts_exist),
     "python benchmarks/multi_agent.py": Skip(TIMING, scripts_exist),
+    "python benchmarks/envpool.py": Skip(TIMING, scripts_exist),
     "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
         Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
     "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "
@@ -205,6 +206,9 @@ COMMANDS = {
     "pip install 'stagerl[video]'": Skip(PACKAGE_INDEX, extras_exist),
     "pip install 'stagerl[ray]'": Skip(PACKAGE_INDEX, extras_exist),
     "pip install 'stagerl[pettingzoo]'": Skip(PACKAGE_INDEX, extras_exist),
+    "pip install 'stagerl[atari]'": Skip(PACKAGE_INDEX, extras_exist),
+    "pip install 'stagerl[envpool]'": Skip(PACKAGE_INDEX, extras_exist),
+    "pip install 'stagerl[mujoco]'": Skip(PACKAGE_INDEX, extras_exist),
 }
 
 
@@ -258,6 +262,7 @@ PYTHON_TESTS = {
     "docs/algorithms/dqn.md": "tests/stagerl/algorithms/test_algorithm_docs.py",
     "docs/algorithms/sac_td3.md": "tests/stagerl/algorithms/test_algorithm_docs.py",
     "docs/algorithms/on_policy.md": "tests/stagerl/algorithms/test_on_policy_example.py",
+    "docs/atari.md": "tests/stagerl/envs/test_atari_docs.py",
     "docs/checkpoints.md": "tests/stagerl/checkpoints/test_checkpoint_docs.py",
     "docs/logging.md": "tests/stagerl/logging/test_logging_docs.py",
     "docs/loop.md": "tests/stagerl/core/test_run.py",
