@@ -296,6 +296,8 @@ def main(seeds: list[int], quick: bool, parts: list[str] | tuple[str, ...] = PAR
             f"(final return >= {LEARNED})",
             ["run", "steps", "steps/s", "ratio", "steps/CPU-s", "ratio", "learned"],
             [speed_row(k, "sb3", learned(k)) for k in ("zoo", "new", "sb3")])
+        print(f"(the new defaults take {new['gradient_steps']} gradient steps per burst where "
+              f"RL-Zoo's take {zoo['gradient_steps']}: their ratio is not like for like)")
         print_table(
             f"Final evaluation return ({EVAL_EPISODES} greedy episodes on an env seeded seed + "
             f"{EVAL_SEED_OFFSET:,}) and training seconds (wall-clock), per seed",
