@@ -191,6 +191,15 @@ class OnRay(Run):
         return Result(*ws.run(RAY_SESSION).out[command])
 
 
+def make_dry_run(*arguments: str) -> subprocess.CompletedProcess:
+    """``make -n ARGUMENTS`` as a top-level make prints it, also when the tests themselves run
+    under ``make test`` (a sub-make would announce "Entering directory" around the recipe)."""
+    outer = {"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"}
+    env = {key: value for key, value in os.environ.items() if key not in outer}
+    return subprocess.run(["make", "--no-print-directory", "-n", *arguments], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
 @dataclass(frozen=True)
 class Make:
     """``make -n TARGET`` shows ``recipe`` (the ``.venv``'s programs), ``make -n TARGET
@@ -208,8 +217,7 @@ class Make:
     def execute(self, command: str, ws: Workspace) -> Result:
         target = command.split()[1:]
         for variables, recipe in (((), self.recipe), (self.variables, self.tiny or self.recipe)):
-            shown = subprocess.run(["make", "-n", *target, *variables], cwd=ROOT,
-                                   capture_output=True, text=True, timeout=60)
+            shown = make_dry_run(*target, *variables)
             assert shown.returncode == 0, shown.stderr
             assert " ".join(shown.stdout.splitlines()[-1].split()) == recipe, shown.stdout
         words = [*shlex.split(self.tiny or self.recipe), *self.narrowed]
@@ -349,8 +357,7 @@ def scripts_exist(command):
 
 def benchmarks_exist(command):
     """``make bench``'s recipe runs benchmark scripts that are there."""
-    shown = subprocess.run(["make", "-n", "bench"], cwd=ROOT, capture_output=True, text=True,
-                           timeout=60).stdout
+    shown = make_dry_run("bench").stdout
     scripts = re.findall(r"benchmarks/\w+\.py", shown)
     assert len(scripts) >= 3 and all((ROOT / s).is_file() for s in scripts), shown
 
