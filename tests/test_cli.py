@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -25,17 +26,23 @@ def stagerl(*args: str, cwd: Path, env: dict | None = None,
                           capture_output=True, text=True, timeout=timeout)
 
 
+def child_cpu_seconds() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def test_list_names_every_experiment_in_under_a_second(tmp_path):
-    walls = []
+    # a second of the process's CPU time: on a shared machine wall-clock time measures the load
+    seconds = []
     for _ in range(3):
-        start = time.perf_counter()
+        start = child_cpu_seconds()
         result = stagerl("list", cwd=tmp_path)
-        walls.append(time.perf_counter() - start)
+        seconds.append(child_cpu_seconds() - start)
         assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines] == names()
     assert any(line.startswith(NAME) and "Tabular Q-learning" in line for line in lines)
-    assert min(walls) < 1.0, walls
+    assert min(seconds) < 1.0, seconds
 
 
 def test_list_does_not_import_torch(tmp_path):

@@ -3,8 +3,8 @@ hand-written single-file DQN in CleanRL's style at CleanRL's settings.
 
 Two parts, both run unless ``--only dqn:PART`` picks one:
 
-* ``rl-zoo``: for every seed, ``dqn-cartpole`` at RL-Zoo's settings, ``dqn-cartpole`` at the
-  new defaults (``NEW_DEFAULTS``), and SB3's ``DQN`` at RL-Zoo's settings, interleaved. It
+* ``rl-zoo``: for every seed, ``dqn-cartpole-zoo`` (RL-Zoo's settings), ``dqn-cartpole`` (the
+  new defaults), and SB3's ``DQN`` at RL-Zoo's settings, interleaved. It
   prints their speed and, side by side, each seed's final evaluation return and training time:
   whether each learns in every seed.
 * ``cleanrl``: for every seed, stagerl and the hand-written loop at CleanRL's settings.
@@ -53,12 +53,9 @@ RL_ZOO = dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning
 RL_ZOO_NET = (256, 256)
 RL_ZOO_STEPS = 50_000
 
-# dqn-cartpole's new defaults: RL-Zoo's settings with these changes, given here as overrides
-# until they are the experiment's defaults. At RL-Zoo's settings the greedy policy often learns
-# and then loses CartPole by letting the cart drift off the track; a step size falling to 0
-# keeps what was learned, 3-step double-DQN targets learn it sooner, and half the gradient
-# steps per burst halve the work.
-NEW_DEFAULTS = dict(learning_rate_schedule="linear", double=True, n_step=3, gradient_steps=64)
+# stagerl's two named experiments: RL-Zoo's settings as they are, and dqn-cartpole's defaults
+# (RL-Zoo's with a falling step size, double DQN, 3-step returns and 64 gradient steps per burst).
+ZOO_EXPERIMENT, DEFAULT_EXPERIMENT = "dqn-cartpole-zoo", "dqn-cartpole"
 
 PARTS = ("rl-zoo", "cleanrl")
 LEARNED = 475  # CartPole-v1's "solved" threshold: a seed learned if its final return reaches it
@@ -97,6 +94,13 @@ def _cpu_time_start(hook: CPUTime, stage: rl.PreExperimentStage, policy, env):
 @rl.push.dispatch
 def _cpu_time_end(hook: CPUTime, stage: rl.PostExperimentStage, policy, env):
     hook.seconds = time.process_time() - hook.start
+
+
+def experiment_settings(name: str) -> dict:
+    """Every DQN hyper-parameter of the named experiment ``name`` (its defaults)."""
+    config = experiments.configure(name)
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(DQNConfig)
+            if f.name != "total_steps"}
 
 
 def every_setting(settings: dict) -> dict:
@@ -240,8 +244,11 @@ def handwritten_dqn(seed: int, total_timesteps: int = CLEANRL_STEPS,
 def main(seeds: list[int], quick: bool, parts: list[str] | tuple[str, ...] = PARTS) -> int:
     torch.set_num_threads(int(os.environ.get("DQN_BENCH_THREADS", "1")))
     zoo_steps, clean_steps = (3_000, 12_000) if quick else (RL_ZOO_STEPS, CLEANRL_STEPS)
-    zoo = {**RL_ZOO, "net_arch": RL_ZOO_NET}
-    new = {**zoo, **NEW_DEFAULTS}
+    zoo, new = experiment_settings(ZOO_EXPERIMENT), experiment_settings(DEFAULT_EXPERIMENT)
+    drifted = {k: (v, zoo[k]) for k, v in {**RL_ZOO, "net_arch": RL_ZOO_NET}.items()
+               if zoo[k] != v}
+    if drifted:  # SB3 runs RL_ZOO: both sides must run the same settings
+        raise SystemExit(f"{ZOO_EXPERIMENT} no longer runs RL-Zoo's settings: {drifted}")
     clean = DQNConfig(**CLEANRL, net_arch=CLEANRL_NET, max_grad_norm=None, loss="mse",
                       total_steps=clean_steps)
     contenders = {  # name: (label, steps, run(seed) -> (steps/s, steps/CPU-s, return))

@@ -19,6 +19,7 @@ from stagerl.algorithms._checks import (
     settings_name,
     single_spaces,
 )
+from stagerl.algorithms.schedules import SCHEDULES
 
 __all__ = ["DQNConfig", "check_spaces"]
 
@@ -31,6 +32,9 @@ class DQNConfig(Settings):
 
     Attributes:
         learning_rate: Adam's step size.
+        learning_rate_schedule: ``"constant"``, or ``"linear"``: the step size falls linearly
+            from ``learning_rate`` to 0 at ``total_steps`` (set before every burst; RL-Zoo's
+            ``lin_<value>``).
         batch_size: transitions per gradient step.
         buffer_size: transitions the replay ring holds (split over a vector env's sub-envs).
         learning_starts: env steps of uniformly random actions before learning starts.
@@ -68,6 +72,7 @@ class DQNConfig(Settings):
     """
 
     learning_rate: float = 1e-4
+    learning_rate_schedule: str = "constant"
     batch_size: int = 32
     buffer_size: int = 1_000_000
     learning_starts: int = 100
@@ -120,6 +125,7 @@ class DQNConfig(Settings):
                              f"v_min={self.v_min}, v_max={self.v_max}")
         check_net_arch(self)
         check_choice(self, "loss", ("huber", "mse"))
+        check_choice(self, "learning_rate_schedule", SCHEDULES)
         if self.distributional and self.loss != "huber":
             raise ValueError(f"{settings_name(self)}: distributional=True learns by "
                              f"cross-entropy; leave loss at its default, got loss={self.loss!r}")

@@ -31,6 +31,7 @@ import torch
 from stagerl.algorithms._checks import changed_settings
 from stagerl.algorithms.dqn.config import DQNConfig
 from stagerl.algorithms.dqn.networks import FrameStack, NumpyQNetwork, QNetwork
+from stagerl.algorithms.schedules import scheduled
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan
 from stagerl.core.env import VectorEnv
@@ -124,6 +125,14 @@ class DQNPolicy(Policy):
         """The importance-weight exponent now: ``beta0`` annealed linearly to 1."""
         c = self.config
         return c.beta0 + (1.0 - c.beta0) * min(1.0, self.env_steps / c.total_steps)
+
+    @property
+    def learning_rate(self) -> float:
+        """Adam's step size for the next burst: ``learning_rate`` under its schedule (it
+        follows ``env_steps``, which checkpoints keep, so a resumed run steps alike)."""
+        c = self.config
+        return scheduled(c.learning_rate, c.learning_rate_schedule,
+                         1.0 - self.env_steps / c.total_steps)
 
     def to(self, device: Any) -> DQNPolicy:
         device = resolve_device(device)

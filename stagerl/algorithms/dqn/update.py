@@ -40,6 +40,8 @@ def _optimise_dqn(policy: DQNPolicy, stage: PostActStage, trajectory):
 def learn_burst(policy: DQNPolicy, burst: Burst, trajectory: Any) -> None:
     """The gradient steps of one burst; prioritized replay writes its priorities back."""
     config = policy.config
+    for group in policy.q.optimiser.param_groups:  # the step size of this burst (its schedule)
+        group["lr"] = policy.learning_rate
     if burst.rows is None:  # prioritized: each batch drawn after the last one's priorities
         for batch in burst:
             tensors = as_tensors(batch, policy.device, policy.action_start, policy.beta)

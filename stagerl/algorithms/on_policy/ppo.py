@@ -15,7 +15,6 @@ normalisation, as Stable-Baselines3's PPO.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,14 +25,11 @@ from stagerl.algorithms._checks import check_choice, check_ints, check_numbers
 from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig
 from stagerl.algorithms.on_policy.networks import ActorCritic, build_model, check_spaces
 from stagerl.algorithms.on_policy.rollout import check_rollout_size, rollout_trajectory
+from stagerl.algorithms.schedules import SCHEDULES, scheduled
 from stagerl.policies.agent import Agent
 
 __all__ = ["PPOConfig", "PPOPolicy", "ppo_loss", "ppo_diagnostics", "scheduled",
            "make_ppo_agent"]
-
-#: What a schedule may be: constant, or falling linearly to 0 at ``total_steps``.
-SCHEDULES = ("constant", "linear")
-
 
 @dataclass
 class PPOConfig(OnPolicyConfig):
@@ -93,15 +89,6 @@ class PPOConfig(OnPolicyConfig):
         check_numbers(self, "ent_coef", "vf_coef", at_least=0)
         check_numbers(self, "max_grad_norm", above=0, inf="never clip")
         check_numbers(self, "target_kl", above=0, inf="never stop early")
-
-
-def scheduled(value: float, schedule: str, progress_remaining: float) -> float:
-    """``value`` under a schedule: ``"constant"``, or ``"linear"`` (down to 0 at the end, as
-    RL-Zoo's ``lin_<value>``; an infinite value stays infinite); ``progress_remaining`` goes
-    from 1 to 0 over the run."""
-    if schedule == "linear" and value != math.inf:
-        return value * max(progress_remaining, 0.0)
-    return value
 
 
 def ppo_loss(model: ActorCritic, batch: dict, clip_range: float, clip_range_vf: float | None,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from stagerl.algorithms.dqn import DQNConfig
 from stagerl.experiments.registry import NamedExperiment
 from stagerl.experiments.settings import GymRunSettings, gym_env
-from stagerl.experiments.zoo.dqn_cartpole import make_agent
+from stagerl.experiments.zoo.dqn_cartpole_zoo import make_agent
 
 
 @dataclass

@@ -1,36 +1,26 @@
-"""DQN on CartPole-v1 at RL-Zoo's settings: evaluation return 500 within 50k steps."""
+"""DQN on CartPole-v1: evaluation return 475 or more within 50k steps in 9 of 10 seeds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
 from stagerl.experiments.registry import NamedExperiment
-from stagerl.experiments.settings import GymRunSettings, gym_env
+from stagerl.experiments.settings import gym_env
+from stagerl.experiments.zoo import dqn_cartpole_zoo
 
 
 @dataclass
-class Config(GymRunSettings, DQNConfig):
-    """RL-Zoo's CartPole-v1 hyper-parameters (its ``dqn.yml``). Every other ``DQNConfig``
-    field keeps Stable-Baselines3's default and can be overridden (``double=True``, ...)."""
+class Config(dqn_cartpole_zoo.Config):
+    """RL-Zoo's CartPole-v1 settings (``dqn-cartpole-zoo``) with four changes that make the
+    run learn in nearly every seed: at RL-Zoo's settings the greedy policy often learns and
+    then loses CartPole again. A step size falling to 0 over the run keeps what was learned,
+    3-step double-DQN targets learn it sooner, and half the gradient steps per burst halve the
+    work. Seeds 0-9 at 50k steps: 9 of 10 reach 475 (RL-Zoo's settings: 4 of 10)."""
 
-    steps: int = 50_000
-    env_id: str = "CartPole-v1"
-    learning_rate: float = 2.3e-3
-    batch_size: int = 64
-    buffer_size: int = 100_000
-    learning_starts: int = 1_000
-    target_update_interval: int = 10
-    train_freq: int = 256
-    gradient_steps: int = 128
-    exploration_fraction: float = 0.16
-    exploration_final_eps: float = 0.04
-    net_arch: tuple[int, ...] = (256, 256)
+    learning_rate_schedule: str = "linear"
+    double: bool = True
+    n_step: int = 3
+    gradient_steps: int = 64
 
 
-def make_agent(config: DQNConfig, env: Any, seed: int, device: Any) -> Any:
-    return make_dqn_agent(env, config, seed=seed, device=device)
-
-
-EXPERIMENT = NamedExperiment(Config, gym_env, make_agent)
+EXPERIMENT = NamedExperiment(Config, gym_env, dqn_cartpole_zoo.make_agent)

@@ -498,7 +498,7 @@ def trained(seed=0, steps=400, **settings):
     return agent, env
 
 
-@pytest.mark.parametrize("settings", [{}, RAINBOW])
+@pytest.mark.parametrize("settings", [{}, RAINBOW, {"learning_rate_schedule": "linear"}])
 def test_copies_continue_exactly_as_the_original(settings):
     agent, env = trained(**settings)
     copied = copy.deepcopy((agent, env))
@@ -658,3 +658,43 @@ def test_a_run_length_is_needed_and_other_arguments_are_checked():
 def test_burst_sampler_checks_its_arguments():
     with pytest.raises(ValueError, match="n_batches"):
         BurstSampler(0, 32)
+
+
+class StepSizes(rl.Hook):
+    """Adam's step size after each burst, with the env steps taken when it was set."""
+
+    def __init__(self):
+        self.seen, self.steps_done = [], 0
+
+
+@rl.push.dispatch
+def _watch_step_size(hook: StepSizes, stage: rl.PostActStage, policy: object, env: object):
+    optimiser = policy.policy.q.optimiser
+    state = optimiser.state_dict()["state"]
+    steps_done = int(state[0]["step"]) if state else 0
+    if steps_done != hook.steps_done:
+        hook.seen.append((policy.policy.env_steps, optimiser.param_groups[0]["lr"]))
+        hook.steps_done = steps_done
+
+
+def test_a_linear_step_size_falls_to_zero_over_the_run_and_is_set_before_each_burst():
+    env = rl.GymEnv("CartPole-v1", seed=0)
+    config = small_config(learning_rate=1e-3, learning_rate_schedule="linear", learning_starts=0,
+                          train_freq=50, gradient_steps=1, total_steps=200)
+    agent = make_dqn_agent(env, config, seed=0, device="cpu")
+    hook = rl.run(agent, env, rl.StopAfterNSteps(200, progress=False), StepSizes())
+    assert hook.seen == [(50, pytest.approx(7.5e-4)), (100, pytest.approx(5e-4)),
+                         (150, pytest.approx(2.5e-4)), (200, 0.0)]
+
+
+def test_a_constant_step_size_stays_and_an_unknown_schedule_is_refused():
+    env = rl.GymEnv("CartPole-v1", seed=0)
+    agent = make_dqn_agent(env, small_config(learning_rate=1e-3, learning_starts=0, train_freq=50,
+                                             gradient_steps=1, total_steps=200), seed=0,
+                           device="cpu")
+    hook = rl.run(agent, env, rl.StopAfterNSteps(200, progress=False), StepSizes())
+    assert [lr for _, lr in hook.seen] == [1e-3] * 4
+    refusal = ("learning_rate_schedule must be 'constant' or 'linear', got "
+               "learning_rate_schedule='cosine'")
+    with pytest.raises(ValueError, match=refusal):
+        DQNConfig(learning_rate_schedule="cosine")

@@ -77,10 +77,11 @@ def test_a_time_limit_bootstraps_and_a_terminal_state_does_not(one_thread):
 
 
 @pytest.mark.slow
-def test_dqn_cartpole_reaches_475_in_two_of_three_seeds():
+def test_dqn_cartpole_reaches_475_in_nine_of_ten_seeds():
+    # the main job: every user's first run (its RL-Zoo settings, dqn-cartpole-zoo, learn in 4)
     returns = [experiments.train("dqn-cartpole", seed=seed, progress=False)["eval_return_mean"]
-               for seed in (0, 1, 2)]
-    assert sum(r >= 475 for r in returns) >= 2, returns
+               for seed in range(10)]
+    assert sum(r >= 475 for r in returns) >= 9, returns
 
 
 @pytest.mark.slow

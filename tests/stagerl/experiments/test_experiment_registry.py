@@ -127,7 +127,7 @@ def test_every_named_experiment_has_a_summary_and_listable_hyper_parameters():
 def test_every_module_of_the_zoo_is_a_named_experiment():
     modules = sorted(p.stem.replace("_", "-") for p in ZOO.glob("*.py")
                      if not p.stem.startswith("_"))
-    assert names() == modules and len(modules) == 12
+    assert names() == modules and len(modules) == 13
     for name in names():
         experiment = get_experiment(name)
         assert issubclass(experiment.config, RunSettings), name
@@ -160,8 +160,12 @@ def test_each_experiment_is_its_algorithms_config_with_the_defaults_it_changes()
             settable_fields(config_type)), name
         config = configure(name, steps=1234)
         assert config.total_steps == 1234 and "total_steps" not in settable_fields(config_type)
-    rainbow, dqn = get_experiment("rainbow-cartpole").config, get_experiment("dqn-cartpole").config
-    assert issubclass(rainbow, dqn) and rainbow().buffer_size == dqn().buffer_size
+    rainbow = get_experiment("rainbow-cartpole").config
+    zoo, dqn = get_experiment("dqn-cartpole-zoo").config, get_experiment("dqn-cartpole").config
+    assert issubclass(rainbow, zoo) and rainbow().buffer_size == zoo().buffer_size
+    assert issubclass(dqn, zoo) and {  # the default experiment changes four of RL-Zoo's settings
+        name for name in settable_fields(dqn) if getattr(dqn(), name) != getattr(zoo(), name)
+    } == {"learning_rate_schedule", "double", "n_step", "gradient_steps"}
 
 
 def test_run_help_lists_every_setting_of_every_experiment(capsys):
