@@ -40,7 +40,7 @@ from torch.nn import functional as F
 
 __all__ = ["Flatten", "MLP", "NatureCNN", "CombinedExtractor", "EXTRACTORS", "is_image_space",
            "make_extractor", "extractor_factory", "features_dim", "stacked_space",
-           "check_extractor_name", "sample_batch", "orthogonal_init"]
+           "check_extractor_name", "sample_batch", "orthogonal_init", "observation_spec"]
 
 #: The built-in extractors by the name the settings take.
 EXTRACTORS = ("auto", "mlp", "nature_cnn", "combined")
@@ -61,6 +61,28 @@ def stacked_space(space: gymnasium.spaces.Box, k: int) -> gymnasium.spaces.Box:
     low = np.broadcast_to(space.low, (k, *space.shape))
     high = np.broadcast_to(space.high, (k, *space.shape))
     return gymnasium.spaces.Box(low, high, dtype=space.dtype)
+
+
+def observation_spec(space: Any) -> Any:
+    """How a replay or rollout stores observations of ``space``: ``Discrete`` as int64 indices,
+    float Boxes as float32, other arrays in their own dtype (``uint8`` pixels stay a byte); a
+    ``Dict`` or ``Tuple`` as one trace per leaf (a dict or tuple of specs, see
+    ``trajectories.nested``).
+
+    Example:
+        >>> observation_spec(gymnasium.spaces.Dict(
+        ...     frame=gymnasium.spaces.Box(0, 255, (84, 84), np.uint8),
+        ...     n=gymnasium.spaces.Discrete(3)))
+        {'frame': (dtype('uint8'), (84, 84)), 'n': (<class 'numpy.int64'>, ())}
+    """
+    if isinstance(space, gymnasium.spaces.Dict):
+        return {key: observation_spec(sub) for key, sub in space.spaces.items()}
+    if isinstance(space, gymnasium.spaces.Tuple):
+        return tuple(observation_spec(sub) for sub in space.spaces)
+    if isinstance(space, gymnasium.spaces.Discrete):
+        return np.int64, ()
+    dtype = np.float32 if np.dtype(space.dtype).kind == "f" else np.dtype(space.dtype)
+    return dtype, tuple(space.shape)
 
 
 def _flat_size(space: Any) -> int:

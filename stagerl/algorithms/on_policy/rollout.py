@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
+from stagerl.algorithms.extractors import observation_spec
 from stagerl.algorithms.on_policy.networks import check_spaces
 from stagerl.core.env import VectorEnv
 from stagerl.utils.distributions import action_distribution
@@ -34,7 +34,7 @@ from trajectories import (
 )
 from trajectories.nested import is_nested, tree_map
 
-__all__ = ["rollout_trajectory", "state_spec", "rows_of", "check_rollout_size", "read_rollout",
+__all__ = ["rollout_trajectory", "rows_of", "check_rollout_size", "read_rollout",
            "add_gae", "add_discounted_returns", "make_vector_env"]
 
 
@@ -57,7 +57,7 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
     capacity = (lane_capacity or 2 * n_steps + 1) * n_envs
     dist = action_distribution(action_space, "rollout_trajectory")
     action = (dist.action_dtype, dist.action_shape)
-    traces = CircularArraySARTSTraces(capacity, state=state_spec(state_space),
+    traces = CircularArraySARTSTraces(capacity, state=observation_spec(state_space),
                                       action=action) + Traces(
         log_prob=CircularArrayBuffer(capacity, (), np.float32),
         value=CircularArrayBuffer(capacity, (), np.float32),
@@ -68,33 +68,6 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
     # One lane per sub-env of a vector env (even of one sub-env); a single env needs none.
     return Trajectory(traces, controller=controller,
                       n_lanes=n_envs if isinstance(env, VectorEnv) else None)
-
-
-def state_spec(space: Any) -> Any:
-    """How observations of ``space`` are stored: float Boxes as float32, ``uint8`` pixels as
-    they are, discrete observations as int64 (``MultiBinary`` int8), a ``Dict`` or ``Tuple`` as
-    one trace per leaf (nested specs, see ``trajectories.nested``).
-
-    Example:
-        >>> state_spec(gymnasium.spaces.Box(0, 255, (84, 84), np.uint8))
-        (<class 'numpy.uint8'>, (84, 84))
-    """
-    spaces = gymnasium.spaces
-    if isinstance(space, spaces.Dict):
-        return {key: state_spec(sub) for key, sub in space.spaces.items()}
-    if isinstance(space, spaces.Tuple):
-        return tuple(state_spec(sub) for sub in space.spaces)
-    if isinstance(space, spaces.Discrete):
-        return np.int64, ()
-    if isinstance(space, spaces.MultiDiscrete):
-        return np.int64, tuple(space.shape)
-    if isinstance(space, spaces.MultiBinary):
-        return np.int8, tuple(space.shape)
-    if space.dtype == np.uint8:
-        return np.uint8, tuple(space.shape)
-    if np.issubdtype(space.dtype, np.integer):
-        return np.int64, tuple(space.shape)
-    return np.float32, tuple(space.shape)
 
 
 def rows_of(batch: dict, rows: Any) -> dict:
