@@ -29,6 +29,7 @@ import gymnasium
 import numpy as np
 
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
+from stagerl.core.episodes import game_figures
 from stagerl.core.hooks_base import Hook
 from stagerl.core.stages import PostActStage
 from stagerl.envs.atari_wrappers import atari_game, wrap_atari
@@ -167,9 +168,10 @@ class GameScores(Hook):
         over = info.get("game_over")
         if over is None:
             return
-        if np.ndim(over):
+        if np.ndim(over):  # a vector env (the sub-envs reset in the act: their final info)
+            score, over = game_figures(info)
             for lane in np.flatnonzero(over).tolist():
-                self.scores.append(float(info["game_return"][lane]))
+                self.scores.append(float(score[lane]))
                 self.lanes.append(lane)
         elif over:
             self.scores.append(float(info["game_return"]))
