@@ -13,6 +13,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.vector import VectorEnv as GymnasiumVectorEnv
 
 from stagerl.core.env import VectorEnv
+from stagerl.envs.native_state import env_as_data, env_from_data
 
 __all__ = ["GymVectorEnv"]
 
@@ -79,7 +80,8 @@ def _autoreset_mode(env: GymnasiumVectorEnv) -> AutoresetMode:
 
 def _without_env_fns(env: Any) -> Any:
     """``env`` (a vector env, possibly wrapped) with the innermost SyncVectorEnv's ``env_fns``
-    left out, as shallow copies; an AsyncVectorEnv cannot be copied at all."""
+    left out and its MuJoCo or Atari sub-envs as data (``stagerl.envs.native_state``), as
+    shallow copies; an AsyncVectorEnv cannot be copied at all."""
     if isinstance(env, AsyncVectorEnv):
         raise TypeError(
             "an AsyncVectorEnv runs its sub-envs in other processes and cannot be pickled or "
@@ -88,6 +90,7 @@ def _without_env_fns(env: Any) -> Any:
     if isinstance(env, SyncVectorEnv):
         copied = copy.copy(env)
         copied.env_fns = None
+        copied.envs = [env_as_data(sub) for sub in env.envs]
         return copied
     inner = getattr(env, "env", None)
     if isinstance(inner, GymnasiumVectorEnv):
@@ -318,6 +321,15 @@ class GymVectorEnv(VectorEnv):
         # gymnasium's SyncVectorEnv keeps the functions that made its sub-envs (often local
         # closures, which do not pickle); it never calls them again, so a copy goes without.
         return {**self.__dict__, "env": _without_env_fns(self.env)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        inner = self.env
+        while not isinstance(inner, SyncVectorEnv) and isinstance(
+                getattr(inner, "env", None), GymnasiumVectorEnv):
+            inner = inner.env
+        if isinstance(inner, SyncVectorEnv):  # MuJoCo and Atari sub-envs made again
+            inner.envs = [env_from_data(sub) for sub in inner.envs]
 
     def close(self) -> None:
         """Close the sub-envs (and worker processes of an async vector env)."""
