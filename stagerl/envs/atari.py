@@ -33,6 +33,7 @@ from stagerl.core.episodes import game_figures
 from stagerl.core.hooks_base import Hook
 from stagerl.core.stages import PostActStage
 from stagerl.envs.atari_wrappers import atari_game, wrap_atari
+from stagerl.envs.frame_stack import StackedFrames
 from stagerl.envs.gym import GymEnv
 from stagerl.envs.vector import GymVectorEnv
 
@@ -64,7 +65,7 @@ def require_ale() -> None:
 
 
 def _make_one(env_id: str, training: bool, noop_max: int, frame_skip: int, screen_size: int,
-              make_kwargs: dict) -> gymnasium.Env:
+              make_kwargs: dict, frame_stack: int = 1) -> gymnasium.Env:
     """One preprocessed ALE env (a module-level function, so async vector envs can pickle it)."""
     require_ale()
     try:
@@ -79,14 +80,16 @@ def _make_one(env_id: str, training: bool, noop_max: int, frame_skip: int, scree
             f"the ROM of {env_id!r} could not be loaded ({error}); ale-py>=0.9 ships the ROMs: "
             f"unset ALE_ROMS_DIR if it points elsewhere, or reinstall them with "
             f"pip install --force-reinstall 'ale-py>=0.9'") from error
-    return wrap_atari(env, training=training, noop_max=noop_max, frame_skip=frame_skip,
-                      screen_size=screen_size)
+    env = wrap_atari(env, training=training, noop_max=noop_max, frame_skip=frame_skip,
+                     screen_size=screen_size)
+    return StackedFrames(env, frame_stack) if frame_stack > 1 else env
 
 
 def make_atari_env(env_id: str = "PongNoFrameskip-v4", num_envs: int = 1, seed: int | None = None,
                    training: bool = True, *, backend: str = "gymnasium", vector: bool | None = None,
                    noop_max: int = 30, frame_skip: int = 4, screen_size: int = 84,
-                   vectorization_mode: str = "sync", **make_kwargs: Any) -> GymEnv | GymVectorEnv:
+                   vectorization_mode: str = "sync", frame_stack: int = 1,
+                   **make_kwargs: Any) -> GymEnv | GymVectorEnv:
     """An Atari game, preprocessed as RL-Zoo trains on it, as a stagerl env.
 
     Args:
@@ -101,6 +104,10 @@ def make_atari_env(env_id: str = "PongNoFrameskip-v4", num_envs: int = 1, seed: 
         vector: a vector env even for one sub-env.
         noop_max, frame_skip, screen_size: the preprocessing (RL-Zoo's defaults).
         vectorization_mode: ``"sync"`` or ``"async"`` (gymnasium backend).
+        frame_stack: each observation is the last ``frame_stack`` frames of its sub-env
+            (:class:`~stagerl.envs.frame_stack.StackedFrames`), for algorithms that store whole
+            stacks (PPO); 1 (the default): one frame, stacked by the sampler and a
+            ``FrameStacker`` (DQN).
         **make_kwargs: passed to ``gymnasium.make`` (e.g. ``repeat_action_probability``,
             ``full_action_space``) or, with EnvPool, to ``envpool.make``.
 
@@ -115,13 +122,17 @@ def make_atari_env(env_id: str = "PongNoFrameskip-v4", num_envs: int = 1, seed: 
     """
     atari_game(env_id)
     for name, value, least in (("num_envs", num_envs, 1), ("noop_max", noop_max, 0),
-                               ("frame_skip", frame_skip, 1), ("screen_size", screen_size, 1)):
+                               ("frame_skip", frame_skip, 1), ("screen_size", screen_size, 1),
+                               ("frame_stack", frame_stack, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"make_atari_env: {name} must be an int >= {least}, got "
                              f"{name}={value!r}")
     if backend == "envpool":
         from stagerl.envs.envpool import make_envpool_atari
 
+        if frame_stack > 1:
+            raise ValueError("make_atari_env: frame_stack applies to backend='gymnasium'; with "
+                             "EnvPool leave it at 1 (stack at sample time, as DQN does)")
         return make_envpool_atari(env_id, num_envs=num_envs, seed=seed, training=training,
                                   noop_max=noop_max, frame_skip=frame_skip,
                                   screen_size=screen_size, **make_kwargs)
@@ -130,7 +141,7 @@ def make_atari_env(env_id: str = "PongNoFrameskip-v4", num_envs: int = 1, seed: 
                          f"backend={backend!r}")
     require_ale()
     make = functools.partial(_make_one, env_id, training, noop_max, frame_skip, screen_size,
-                             make_kwargs)
+                             make_kwargs, frame_stack)
     if num_envs == 1 and not vector:
         return GymEnv(make(), seed=seed)
     if vectorization_mode == "async":
