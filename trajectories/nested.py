@@ -251,6 +251,8 @@ class NestedBuffer:
             child._commit(evict)
 
     def _prepare(self, xs) -> NestedFrames:
+        if isinstance(xs, NestedFrames) and len(xs.parts) == len(self.children):
+            return xs  # prepared already (a bulk insert checks before it writes)
         parts = [c._prepare(v) for c, v in zip(self.children, self._parts(xs), strict=True)]
         lengths = {len(p) for p in parts}
         if len(lengths) != 1:

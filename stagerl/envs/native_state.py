@@ -91,7 +91,9 @@ class NativeEnvState:
 
             require_ale()
         elif self.kind == "mujoco":
-            import mujoco  # noqa: F401  (the mujoco extra; its absence says so)
+            from stagerl.envs.mujoco import require_mujoco
+
+            require_mujoco()
         else:
             raise CheckpointError(f"{where}: unknown kind {self.kind!r}")
         env_id = check_env_id(self.env_id, where)

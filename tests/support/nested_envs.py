@@ -2,7 +2,7 @@
 
 Every observation encodes where it comes from, so a test can tell from a stored or sampled value
 which sub-env, episode and step it was: ``frame`` (uint8) holds ``[lane, episode, t]`` in its
-first row, ``position`` (float32) holds ``[t, episode]``. Episodes last ``length`` steps; the
+first row, ``position`` (float32) is ``t % 3`` one-hot. Episodes last ``length`` steps; the
 last one terminates (or, with ``truncate=True``, is cut by a time limit). The reward of a step
 is 1 when the action's first entry equals ``t % 3`` (a MultiDiscrete action, first entry in
 0..2), else 0, so a policy can learn it from ``position``.
@@ -14,9 +14,11 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from stagerl.checkpoints import register
+
 
 class DictObservationEnv(gymnasium.Env):
-    """Dict observations ``{"frame": uint8 (3, 4), "position": float32 (2,)}``, MultiDiscrete
+    """Dict observations ``{"frame": uint8 (3, 4), "position": float32 (3,)}``, MultiDiscrete
     ``[3, 2]`` actions (or ``action_space=`` another space; the reward then reads its first
     entry)."""
 
@@ -26,7 +28,7 @@ class DictObservationEnv(gymnasium.Env):
                  action_space: spaces.Space | None = None, tuple_observations: bool = False):
         self.lane, self.length, self.truncate = lane, length, truncate
         frame = spaces.Box(0, 255, (3, 4), np.uint8)
-        position = spaces.Box(-100.0, 100.0, (2,), np.float32)
+        position = spaces.Box(0.0, 1.0, (3,), np.float32)
         self.tuple_observations = tuple_observations
         self.observation_space = spaces.Tuple((frame, position)) if tuple_observations else \
             spaces.Dict({"frame": frame, "position": position})
@@ -37,7 +39,7 @@ class DictObservationEnv(gymnasium.Env):
     def _obs(self):
         frame = np.zeros((3, 4), np.uint8)
         frame[0, :3] = (self.lane, self.episode % 256, self.t)
-        position = np.array([self.t, self.episode], np.float32)
+        position = np.eye(3, dtype=np.float32)[self.t % 3]
         return (frame, position) if self.tuple_observations else \
             {"frame": frame, "position": position}
 
@@ -53,6 +55,9 @@ class DictObservationEnv(gymnasium.Env):
         self.t += 1
         end = self.t >= self.length
         return self._obs(), reward, end and not self.truncate, end and self.truncate, {}
+
+
+register(DictObservationEnv, name="nested_envs.DictObservationEnv")  # its state is plain data
 
 
 def dict_vector_env(n: int = 2, length: int = 4, autoreset_mode=None, **kwargs):

@@ -264,12 +264,12 @@ class LanedEpisodesBuffer:
     def _cast_slow(self, key_set: KeySet, row: dict) -> dict:
         n, out = self.n_lanes, {}
         specs = [(name, *self._frame(name)) for name in key_set.names]
-        if all(dtype is not None and dtype is not NESTED for _, dtype, _, _ in specs):
+        if all(dtype is not None and not isinstance(dtype, str) for _, dtype, _, _ in specs):
             key_set.cast_plan = tuple((name, exact, (n, *frame))
                                       for name, _, frame, exact in specs)
         for name, dtype, frame, exact in specs:
             value = row[name]
-            if dtype is NESTED:
+            if isinstance(dtype, str):  # NESTED (compared by value: a loaded copy's string)
                 out[name] = self._cast_nested(name, frame, value)
                 continue
             arr = np.asarray(value)

@@ -40,8 +40,15 @@ class Config(GymRunSettings, PPOConfig):
     net_arch: tuple[int, ...] = (256, 256)
 
 
+def make_env(config: GymRunSettings, seed: int) -> Any:
+    from stagerl.envs.mujoco import require_mujoco
+
+    require_mujoco()  # its absence names the pip install
+    return same_step_vector_env(config, seed)
+
+
 def make_agent(config: PPOConfig, env: Any, seed: int, device: Any) -> Any:
     return make_ppo_agent(env, config, seed, device)
 
 
-EXPERIMENT = NamedExperiment(Config, same_step_vector_env, make_agent)
+EXPERIMENT = NamedExperiment(Config, make_env, make_agent)

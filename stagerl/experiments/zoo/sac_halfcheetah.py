@@ -21,8 +21,15 @@ class Config(GymRunSettings, SACConfig):
     learning_starts: int = 10_000
 
 
+def make_env(config: GymRunSettings, seed: int) -> Any:
+    from stagerl.envs.mujoco import require_mujoco
+
+    require_mujoco()  # its absence names the pip install
+    return gym_env(config, seed)
+
+
 def make_agent(config: SACConfig, env: Any, seed: int, device: Any) -> Any:
     return make_sac_agent(env, config, seed=seed, device=device)
 
 
-EXPERIMENT = NamedExperiment(Config, gym_env, make_agent)
+EXPERIMENT = NamedExperiment(Config, make_env, make_agent)

@@ -22,8 +22,15 @@ class Config(GymRunSettings, TD3Config):
     learning_starts: int = 10_000
 
 
+def make_env(config: GymRunSettings, seed: int) -> Any:
+    from stagerl.envs.mujoco import require_mujoco
+
+    require_mujoco()  # its absence names the pip install
+    return gym_env(config, seed)
+
+
 def make_agent(config: TD3Config, env: Any, seed: int, device: Any) -> Any:
     return make_td3_agent(env, config, seed=seed, device=device)
 
 
-EXPERIMENT = NamedExperiment(Config, gym_env, make_agent)
+EXPERIMENT = NamedExperiment(Config, make_env, make_agent)
