@@ -171,6 +171,8 @@ def env_as_data(env: gymnasium.Env) -> Any:
     for wrapper in reversed(chain[:-1]):
         copied = copy.copy(wrapper)
         copied.env = inner
+        if "_cached_spec" in vars(copied):  # a cache of the spec, made again when asked for
+            copied._cached_spec = None
         inner = copied
     return inner
 

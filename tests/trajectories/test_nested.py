@@ -98,7 +98,7 @@ def test_lanes_keep_sub_envs_and_episodes_apart_through_ring_wrap(layout):
                             NStepBatchSampler(2, 0.5, batch_size=64, rng=0))
     episode, t = np.zeros(n, int), np.zeros(n, int)
     trajectory.push(state=stacked([frame(i, 0, 0) for i in range(n)]))
-    for step in range(40):
+    for _ in range(40):
         t += 1
         ends = t >= 3 + np.arange(n)  # lane i: episodes of 3 + i steps
         trajectory.push(state=stacked([frame(i, episode[i], t[i]) for i in range(n)]),
