@@ -21,7 +21,6 @@ Two backends: ``"gymnasium"`` (``ale-py`` and gymnasium's ``AtariPreprocessing``
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,37 +31,12 @@ from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
 from stagerl.core.episodes import game_figures
 from stagerl.core.hooks_base import Hook
 from stagerl.core.stages import PostActStage
-from stagerl.envs.atari_wrappers import atari_game, wrap_atari
+from stagerl.envs.atari_wrappers import ATARI_INSTALL, atari_game, require_ale, wrap_atari
 from stagerl.envs.frame_stack import StackedFrames
 from stagerl.envs.gym import GymEnv
 from stagerl.envs.vector import GymVectorEnv
 
 __all__ = ["make_atari_env", "GameScores", "require_ale", "ATARI_INSTALL"]
-
-ATARI_INSTALL = "pip install 'stagerl[atari]'  (ale-py>=0.9, which ships the ROMs, and opencv)"
-
-
-def require_ale() -> None:
-    """Import ale-py (and register its envs with gymnasium) and opencv, or say how to install
-    them: ``ModuleNotFoundError`` naming the ``pip install``."""
-    try:
-        import ale_py
-    except ImportError as error:
-        raise ModuleNotFoundError(
-            f"Atari envs need ale-py, which is not installed: {ATARI_INSTALL}") from error
-    version = tuple(int(p) for p in re.findall(r"\d+", ale_py.__version__)[:2])
-    if version < (0, 9):
-        raise ModuleNotFoundError(
-            f"ale-py {ale_py.__version__} does not ship the game ROMs; upgrade it: "
-            f"pip install -U 'ale-py>=0.9'")
-    try:
-        import cv2  # noqa: F401  (gymnasium's AtariPreprocessing resizes with it)
-    except ImportError as error:
-        raise ModuleNotFoundError(
-            f"Atari preprocessing needs opencv, which is not installed: {ATARI_INSTALL}"
-        ) from error
-    gymnasium.register_envs(ale_py)
-
 
 def _make_one(env_id: str, training: bool, noop_max: int, frame_skip: int, screen_size: int,
               make_kwargs: dict, frame_stack: int = 1) -> gymnasium.Env:

@@ -13,7 +13,8 @@ every env id read from a file is: registered with gymnasium, no ``module:`` pref
 then given the saved state. ``GymEnv`` and ``GymVectorEnv`` do this in their
 ``__getstate__``/``__setstate__``.
 
-What a file gives is checked before it is used: the kind, the id, keyword arguments (plain
+What a file gives is checked before it is used (a ``ValueError``, which the checkpoint loader
+reports as a malformed checkpoint): the kind, the id, keyword arguments (plain
 numbers, and strings only as the id registered them: a MuJoCo ``xml_file`` from a file is
 refused), the state's dtype and size (MuJoCo: exactly ``mj_stateSize``; the ALE: at most 1 MB,
 parsed by the ALE, whose refusal is reported), the generator and spaces of the env's shapes.
@@ -27,6 +28,9 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+
+from stagerl.envs.atari_wrappers import require_ale
+from stagerl.envs.env_ids import env_id_problem
 
 __all__ = ["NativeEnvState", "env_as_data", "env_from_data", "native_kind"]
 
@@ -82,43 +86,41 @@ class NativeEnvState:
 
     def build(self) -> gymnasium.Env:
         """The env made again from its id and given this state (everything checked first)."""
-        from stagerl.checkpoints.foreign import check_env_id
-        from stagerl.checkpoints.registry import CheckpointError
-
         where = "the checkpoint's env state"
         if self.kind == "ale":
-            from stagerl.envs.atari import require_ale
-
             require_ale()
         elif self.kind == "mujoco":
             from stagerl.envs.mujoco import require_mujoco
 
             require_mujoco()
         else:
-            raise CheckpointError(f"{where}: unknown kind {self.kind!r}")
-        env_id = check_env_id(self.env_id, where)
+            raise ValueError(f"{where}: unknown kind {self.kind!r}")
+        problem = env_id_problem(self.env_id)
+        if problem is not None:
+            raise ValueError(f"{where}: {problem}; nothing was built")
+        env_id = self.env_id
         kwargs = _checked_kwargs(env_id, self.kwargs, where)
         if not isinstance(self.np_random, np.random.Generator):
-            raise CheckpointError(f"{where}: np_random is not a numpy Generator")
+            raise ValueError(f"{where}: np_random is not a numpy Generator")
         env = gymnasium.make(env_id, **kwargs).unwrapped
         if native_kind(env) != self.kind:
-            raise CheckpointError(f"{where}: {env_id!r} is not a {self.kind} env")
+            raise ValueError(f"{where}: {env_id!r} is not a {self.kind} env")
         for name in ("action_space", "observation_space"):
             saved, made = getattr(self, name), getattr(env, name)
             if type(saved) is not type(made) or saved.shape != made.shape or \
                     saved.dtype != made.dtype:
-                raise CheckpointError(f"{where}: its {name} {saved!r} is not {env_id}'s {made}")
+                raise ValueError(f"{where}: its {name} {saved!r} is not {env_id}'s {made}")
         env.reset(seed=0)  # a fresh env is reset once before its state is set
         physics = self.physics
         if not isinstance(physics, np.ndarray) or physics.ndim != 1:
-            raise CheckpointError(f"{where}: the simulator state is not a flat array")
+            raise ValueError(f"{where}: the simulator state is not a flat array")
         if self.kind == "mujoco":
             import mujoco
 
             what = mujoco.mjtState.mjSTATE_INTEGRATION
             size = mujoco.mj_stateSize(env.model, what)
             if physics.dtype != np.float64 or physics.shape != (size,):
-                raise CheckpointError(f"{where}: {env_id} has a state of {size} float64s, the "
+                raise ValueError(f"{where}: {env_id} has a state of {size} float64s, the "
                                       f"file gives {physics.shape} {physics.dtype}")
             mujoco.mj_setState(env.model, env.data, np.ascontiguousarray(physics), what)
             mujoco.mj_forward(env.model, env.data)
@@ -126,14 +128,14 @@ class NativeEnvState:
             import ale_py
 
             if physics.dtype != np.uint8 or len(physics) > ALE_STATE_LIMIT:
-                raise CheckpointError(f"{where}: the ALE state must be at most "
+                raise ValueError(f"{where}: the ALE state must be at most "
                                       f"{ALE_STATE_LIMIT} bytes")
             state = ale_py.ALEState.__new__(ale_py.ALEState)
             try:
                 state.__setstate__(physics.tobytes())
                 env.ale.restoreState(state)
             except Exception as error:  # the ALE refuses what it cannot parse
-                raise CheckpointError(f"{where}: the ALE refused the saved state of "
+                raise ValueError(f"{where}: the ALE refused the saved state of "
                                       f"{env_id} ({type(error).__name__})") from None
         env.np_random = self.np_random
         env.action_space = self.action_space
@@ -144,15 +146,14 @@ class NativeEnvState:
 def _checked_kwargs(env_id: str, kwargs: Any, where: str) -> dict:
     """The spec's keyword arguments read from a file: plain numbers, and strings (a path, a
     game's name) only where they are what gymnasium registered for ``env_id``."""
-    from stagerl.checkpoints.registry import CheckpointError
 
     if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
-        raise CheckpointError(f"{where}: the env's keyword arguments are not a dict of names")
+        raise ValueError(f"{where}: the env's keyword arguments are not a dict of names")
     registered = gymnasium.envs.registry[env_id].kwargs
     for key, value in kwargs.items():
         plain = value is None or isinstance(value, (bool, int, float))
         if not plain and not (isinstance(value, str) and registered.get(key) == value):
-            raise CheckpointError(f"{where}: the keyword argument {key}={value!r} of {env_id} "
+            raise ValueError(f"{where}: the keyword argument {key}={value!r} of {env_id} "
                                   "is not one a checkpoint may set (numbers, or the registered "
                                   "strings)")
     return dict(kwargs)

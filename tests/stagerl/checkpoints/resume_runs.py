@@ -120,6 +120,7 @@ def _seed_spaces(env) -> None:
         return
     for sub_env in getattr(inner, "envs", [inner]):
         sub_env.unwrapped.observation_space.seed(1)
+        sub_env.observation_space.seed(1)  # a wrapper's own (StackedFrames')
     for name in ("observation_space", "single_observation_space"):
         space = getattr(inner, name, None)
         if space is not None:

@@ -21,14 +21,14 @@ pytest.importorskip("ale_py")
 pytest.importorskip("mujoco")
 
 SMOKE = {
-    # 1,000 env steps: 500 of them learning, a target copy every 100
-    "dqn-atari": ({"learning_starts": 500, "buffer_size": 1_000, "target_update_interval": 100},
-                  1_000),
-    # 8 sub-envs x 32 steps a rollout: 4 updates
-    "ppo-atari": ({"n_steps": 32, "n_epochs": 2}, 8 * 32 * 4),
-    "sac-halfcheetah": ({"learning_starts": 500, "buffer_size": 2_000}, 1_000),
-    "td3-hopper": ({"learning_starts": 500, "buffer_size": 2_000}, 1_000),
-    "ppo-hopper": ({"n_steps": 256}, 1_024),
+    # 600 env steps, the last 200 learning (a gradient step every 4), a target copy every 100
+    "dqn-atari": ({"learning_starts": 400, "buffer_size": 600, "target_update_interval": 100},
+                  600),
+    # 8 sub-envs x 16 steps a rollout: 4 updates
+    "ppo-atari": ({"n_steps": 16, "batch_size": 64, "n_epochs": 2}, 8 * 16 * 4),
+    "sac-halfcheetah": ({"learning_starts": 400, "buffer_size": 1_000, "batch_size": 64}, 600),
+    "td3-hopper": ({"learning_starts": 400, "buffer_size": 1_000, "batch_size": 64}, 600),
+    "ppo-hopper": ({"n_steps": 128}, 512),
 }
 
 
