@@ -58,7 +58,7 @@ def frames(n: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, size=(n, *FRAME), dtype=np.uint8)
 
 
-def fill_stagerl(transitions: int, limit_gb: float) -> int:
+def fill_stagerl(transitions: int, limit_gb: float) -> tuple[int, float]:
     from stagerl.algorithms.dqn.replay import make_dqn_trajectory
 
     trajectory = make_dqn_trajectory((np.uint8, FRAME), n_batches=1, batch_size=32,
@@ -79,10 +79,10 @@ def fill_stagerl(transitions: int, limit_gb: float) -> int:
             break
     batch = trajectory.sample().rows  # stacks cut at sample time
     assert batch["state"].shape == (32, 4, *FRAME) and batch["state"].dtype == np.uint8
-    return len(trajectory)
+    return len(trajectory), resident_gb()  # read while the replay is alive
 
 
-def fill_sb3(transitions: int, limit_gb: float) -> int:
+def fill_sb3(transitions: int, limit_gb: float) -> tuple[int, float]:
     import gymnasium
     from stable_baselines3.common.buffers import ReplayBuffer
 
@@ -99,7 +99,9 @@ def fill_sb3(transitions: int, limit_gb: float) -> int:
         held += 1
         if held % 50_000 == 0 and resident_gb() > limit_gb:
             break
-    return held
+    batch = buffer.sample(32)
+    assert tuple(batch.observations.shape) == (32, 4, *FRAME)
+    return held, resident_gb()  # read while the buffer is alive
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,13 +120,20 @@ def main(argv: list[str] | None = None) -> int:
     before = resident_gb()
     start = time.perf_counter()
     fill = fill_stagerl if args.library == "stagerl" else fill_sb3
-    held = fill(args.transitions, args.limit_gb)
+    asked = args.transitions
+    try:
+        held, after = fill(asked, args.limit_gb)
+    except MemoryError as error:  # numpy cannot even allocate the buffer
+        fits = int(args.limit_gb * 1e9 / (2 * 4 * FRAME[0] * FRAME[1])) // 10_000 * 10_000
+        print(f"{args.library}: a buffer of {asked:,} transitions cannot be built here "
+              f"({' '.join(str(error).split())[:120]}); measuring one of {fits:,} instead")
+        asked = fits
+        held, after = fill(asked, args.limit_gb)
     seconds = time.perf_counter() - start
-    after = resident_gb()
     per_million = (after - before) / held * 1e6
     load = os.getloadavg()
     print(f"{args.library}: {held:,} transitions of 4-frame 84x84 stacks held "
-          f"(asked {args.transitions:,}), filled in {seconds:.0f} s; load average "
+          f"(asked {asked:,}), filled in {seconds:.0f} s; load average "
           f"{load[0]:.2f}")
     print(f"  resident {after:.2f} GB (the replay: {after - before:.2f} GB over the "
           f"{before:.2f} GB before it), {per_million:.2f} GB per million transitions")
