@@ -126,7 +126,8 @@ def check_continuous_env(env: Any, algorithm: str) -> tuple[gymnasium.spaces.Box
             f"{algorithm} acts in continuous (Box) action spaces, got {action_space}; for "
             "discrete actions use DQN or PPO (in stagerl.algorithms)")
     if not np.issubdtype(action_space.dtype, np.floating):
-        raise TypeError(f"{algorithm} needs a float Box action space, got {action_space}")
+        raise TypeError(f"{algorithm} needs a float Box action space, got {action_space}; "
+                        "map the actions onto a float Box with a gymnasium ActionWrapper")
     if len(action_space.shape) != 1:
         raise ValueError(
             f"{algorithm} needs actions on one axis, got the action space {action_space}; "

@@ -20,7 +20,7 @@ from nested_envs import DictObservationEnv, dict_vector_env
 import stagerl as rl
 from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
 from stagerl.algorithms.extractors import CombinedExtractor
-from stagerl.algorithms.off_policy import SACConfig, make_sac_agent
+from stagerl.algorithms.off_policy import SACConfig, make_sac_agent, make_td3_agent
 from stagerl.algorithms.on_policy import (
     A2CConfig,
     PPOConfig,
@@ -206,11 +206,21 @@ def test_sac_reads_dict_states_through_a_shared_extractor():
      r"gymnasium ActionWrapper"),
     (make_a2c_agent, spaces.Box(0, 3, (2,), np.int64),
      r"make_a2c_agent acts in .* got Box\(0, 3, \(2,\), int64\)"),
+    (make_sac_agent, spaces.Box(0, 3, (2,), np.int64),
+     r"SAC needs a float Box action space, got Box\(0, 3, \(2,\), int64\); map the actions "
+     r"onto a float Box with a gymnasium ActionWrapper"),
+    (make_td3_agent, spaces.Discrete(3),
+     r"TD3 acts in continuous \(Box\) action spaces, got Discrete\(3\); for discrete actions "
+     r"use DQN or PPO"),
+    (make_sac_agent, spaces.Box(-1.0, 1.0, (2, 2)),
+     r"SAC needs actions on one axis, got the action space Box\(-1.0, 1.0, \(2, 2\), "
+     r"float32\); reshape them with a gymnasium ActionWrapper"),
 ])
 def test_spaces_an_algorithm_cannot_act_in_are_refused_with_the_fix(make, space, pattern):
     env = rl.GymEnv(DictObservationEnv(action_space=space))
     config = DQNConfig(total_steps=10) if make is make_dqn_agent else None
-    with pytest.raises(TypeError, match=pattern):
+    error = ValueError if "one axis" in pattern else TypeError  # a shape, not a kind of space
+    with pytest.raises(error, match=pattern):
         make(env, config, device="cpu") if config is not None else make(env, device="cpu")
 
 
