@@ -17,8 +17,9 @@ import pytest
 from stagerl.cli import main
 from stagerl.experiments import runner, train
 
-pytest.importorskip("ale_py")
-pytest.importorskip("mujoco")
+#: The module of the extra each experiment needs (its tests are skipped without it).
+NEEDS = {"dqn-atari": "ale_py", "ppo-atari": "ale_py", "sac-halfcheetah": "mujoco",
+         "td3-hopper": "mujoco", "ppo-hopper": "mujoco"}
 
 SMOKE = {
     # 600 env steps, the last 200 learning (a gradient step every 4), a target copy every 100
@@ -39,6 +40,7 @@ def one_evaluation_episode(monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(SMOKE))
 def test_a_short_run_learns_checkpoints_and_resumes(name, tmp_path, one_evaluation_episode):
+    pytest.importorskip(NEEDS[name], reason=f"{name} needs an extra")
     overrides, steps = SMOKE[name]
     half = steps // 2
     first = train(name, steps=half, seed=0, device="cpu", logdir=tmp_path, progress=False,
@@ -55,6 +57,7 @@ def test_a_short_run_learns_checkpoints_and_resumes(name, tmp_path, one_evaluati
 
 
 def test_the_atari_experiments_store_frames_once_or_stacks_once():
+    pytest.importorskip("ale_py", reason="the Atari experiments need ale-py")
     from stagerl.experiments import get_experiment
     from stagerl.experiments.registry import configure
 
