@@ -40,7 +40,8 @@ from torch.nn import functional as F
 
 __all__ = ["Flatten", "MLP", "NatureCNN", "CombinedExtractor", "EXTRACTORS", "is_image_space",
            "make_extractor", "extractor_factory", "features_dim", "stacked_space",
-           "check_extractor_name", "sample_batch", "orthogonal_init", "observation_spec"]
+           "check_extractor_name", "sample_batch", "orthogonal_init", "observation_spec",
+           "input_dtypes"]
 
 #: The built-in extractors by the name the settings take.
 EXTRACTORS = ("auto", "mlp", "nature_cnn", "combined")
@@ -83,6 +84,29 @@ def observation_spec(space: Any) -> Any:
         return np.int64, ()
     dtype = np.float32 if np.dtype(space.dtype).kind == "f" else np.dtype(space.dtype)
     return dtype, tuple(space.shape)
+
+
+def input_dtypes(space: Any, extractor: bool) -> Any:
+    """The torch dtype each observation leaf goes to the networks in: float32, or for an
+    extractor ``uint8`` pixels (it scales them) and int64 discrete observations (it one-hots
+    them); nested as the space.
+
+    Example:
+        >>> input_dtypes(gymnasium.spaces.Dict(
+        ...     frame=gymnasium.spaces.Box(0, 255, (84, 84), np.uint8),
+        ...     n=gymnasium.spaces.Discrete(3)), extractor=True)
+        {'frame': torch.uint8, 'n': torch.int64}
+    """
+    if isinstance(space, gymnasium.spaces.Dict):
+        return {k: input_dtypes(s, extractor) for k, s in space.spaces.items()}
+    if isinstance(space, gymnasium.spaces.Tuple):
+        return tuple(input_dtypes(s, extractor) for s in space.spaces)
+    if extractor and isinstance(space, (gymnasium.spaces.Discrete,
+                                        gymnasium.spaces.MultiDiscrete)):
+        return torch.int64
+    if extractor and isinstance(space, gymnasium.spaces.Box) and space.dtype == np.uint8:
+        return torch.uint8
+    return torch.float32
 
 
 def _flat_size(space: Any) -> int:

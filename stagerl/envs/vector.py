@@ -13,51 +13,12 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.vector import VectorEnv as GymnasiumVectorEnv
 
 from stagerl.core.env import VectorEnv
+from stagerl.envs.batched_observations import array_observations, copied, with_final_observations
 from stagerl.envs.native_state import env_as_data, env_from_data
 
 __all__ = ["GymVectorEnv"]
 
-_ARRAY_SPACES = (
-    gymnasium.spaces.Box,
-    gymnasium.spaces.Discrete,
-    gymnasium.spaces.MultiDiscrete,
-    gymnasium.spaces.MultiBinary,
-)
 _SUPPORTED_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
-
-
-def _array_observations(space: gymnasium.Space) -> bool:
-    """Array observations, or a ``Dict``/``Tuple`` of them (one batched array per leaf)."""
-    if isinstance(space, gymnasium.spaces.Dict):
-        return all(_array_observations(s) for s in space.spaces.values())
-    if isinstance(space, gymnasium.spaces.Tuple):
-        return all(_array_observations(s) for s in space.spaces)
-    return isinstance(space, _ARRAY_SPACES)
-
-
-def _copied(obs: Any) -> Any:
-    """A copy of a batch of observations the next step cannot touch (nested: every leaf)."""
-    if isinstance(obs, dict):
-        return {k: _copied(v) for k, v in obs.items()}
-    if isinstance(obs, tuple):
-        return tuple(_copied(v) for v in obs)
-    return np.array(obs)
-
-
-def _with_final(state: Any, final_obs: Any, lanes: np.ndarray) -> Any:
-    """``state`` with the sub-envs ``lanes`` showing their final observations (a copy)."""
-    if isinstance(state, dict):
-        return {k: _with_final(v, [final_obs[i][k] if i in lanes else None
-                                   for i in range(len(final_obs))], lanes)
-                for k, v in state.items()}
-    if isinstance(state, tuple):
-        return tuple(_with_final(v, [final_obs[i][j] if i in lanes else None
-                                     for i in range(len(final_obs))], lanes)
-                     for j, v in enumerate(state))
-    final = state.copy()
-    for i in lanes:
-        final[i] = final_obs[i]
-    return final
 
 
 def _autoreset_mode(env: GymnasiumVectorEnv) -> AutoresetMode:
@@ -212,7 +173,7 @@ class GymVectorEnv(VectorEnv):
         self._fresh_obs = type(env) in (SyncVectorEnv, AsyncVectorEnv) and env.copy is True
         self.autoreset_mode = _autoreset_mode(env)
         self._next_step = self.autoreset_mode == AutoresetMode.NEXT_STEP
-        if not _array_observations(env.single_observation_space):
+        if not array_observations(env.single_observation_space):
             raise TypeError(
                 f"GymVectorEnv needs array observations (Box, Discrete, MultiDiscrete, "
                 f"MultiBinary, or a Dict or Tuple of them), got {env.single_observation_space}; "
@@ -247,7 +208,7 @@ class GymVectorEnv(VectorEnv):
             self.env.single_action_space.seed(self.seed)
             self._seeded = True
         n = self.num_envs
-        self._state = self._final_state = _copied(obs)  # a copy the next step cannot touch
+        self._state = self._final_state = copied(obs)  # a copy the next step cannot touch
         self._reward = np.zeros(n)
         self._terminated = np.zeros(n, dtype=bool)
         self._truncated = np.zeros(n, dtype=bool)
@@ -267,7 +228,7 @@ class GymVectorEnv(VectorEnv):
         obs, reward, terminated, truncated, info = self.env.step(action)
         # A copy the next step cannot touch: gymnasium's own vector envs hand one out already
         # unless built with copy=False; anything else (wrappers, custom envs) is copied here.
-        state = obs if self._fresh_obs else _copied(obs)
+        state = obs if self._fresh_obs else copied(obs)
         reward = np.asarray(reward, dtype=np.float64)
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)
@@ -288,8 +249,8 @@ class GymVectorEnv(VectorEnv):
             self._final_state = state
             self.any_episode_start = any_start = bool(done.any())
             if any_start:
-                self._final_state = _with_final(state, info["final_obs"],
-                                                np.flatnonzero(done).tolist())
+                self._final_state = with_final_observations(
+                    state, info["final_obs"], np.flatnonzero(done).tolist())
         self._done = done
         self.any_episode_end = bool(done.any()) if self._next_step else any_start
         self._state = state

@@ -31,6 +31,7 @@ from stagerl.algorithms.extractors import (
     check_extractor_name,
     extractor_factory,
     features_dim,
+    input_dtypes,
     make_extractor,
     observation_spec,
 )
@@ -284,21 +285,6 @@ class ContinuousPolicy(Policy):
         settings = changed_settings(self.config)
         return (f"{type(self).__name__}({settings + ', ' if settings else ''}"
                 f"device={str(self.device)!r})")
-
-
-def input_dtypes(space: Any, extractor: bool) -> Any:
-    """The torch dtype each observation leaf goes to the networks in: float32, or for an
-    extractor ``uint8`` pixels and int64 discrete observations (nested as the space)."""
-    if isinstance(space, gymnasium.spaces.Dict):
-        return {k: input_dtypes(s, extractor) for k, s in space.spaces.items()}
-    if isinstance(space, gymnasium.spaces.Tuple):
-        return tuple(input_dtypes(s, extractor) for s in space.spaces)
-    if extractor and isinstance(space, (gymnasium.spaces.Discrete,
-                                        gymnasium.spaces.MultiDiscrete)):
-        return torch.int64
-    if extractor and isinstance(space, gymnasium.spaces.Box) and space.dtype == np.uint8:
-        return torch.uint8
-    return torch.float32
 
 
 def readable_observations(space: Any) -> bool:

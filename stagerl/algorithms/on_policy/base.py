@@ -36,7 +36,7 @@ from stagerl.algorithms._checks import (
     check_numbers,
     settings_name,
 )
-from stagerl.algorithms.extractors import check_extractor_name
+from stagerl.algorithms.extractors import check_extractor_name, input_dtypes
 from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd, build_model
 from stagerl.algorithms.on_policy.rollout import add_gae, read_rollout
 from stagerl.algorithms.torch_state import move_fused_adam_steps
@@ -163,7 +163,10 @@ class OnPolicy(Policy):
         them); a dict or tuple of observations leaf by leaf."""
         dtypes = self.__dict__.get("_input_dtypes")
         if dtypes is None:
-            dtypes = self.__dict__["_input_dtypes"] = input_dtypes(self.model)
+            space = getattr(self.model, "observation_space", None)
+            dtypes = torch.float32 if space is None else \
+                input_dtypes(space, self.model.extractor is not None)
+            self.__dict__["_input_dtypes"] = dtypes
         if is_nested(states):
             return tree_map(self._leaf_tensor, states, dtypes)
         if self.state_rms is not None:
@@ -303,34 +306,6 @@ class OnPolicy(Policy):
             self.reward_rms.count = float(rms["count"])
             returns = rms["running_returns"]
             self.running_returns = None if returns is None else np.array(returns)
-
-
-def input_dtypes(model: ActorCritic) -> Any:
-    """The torch dtype of each observation leaf the model reads: float32 without an extractor
-    (flat vectors), else ``uint8`` for pixels, int64 for ``Discrete``/``MultiDiscrete``
-    leaves, float32 for the rest (nested as the observation space)."""
-    space = getattr(model, "observation_space", None)
-    if space is None or model.extractor is None:
-        return tree_map(lambda _: torch.float32, _space_tree(space)) if space is not None \
-            else torch.float32
-
-    def dtype(leaf: Any) -> torch.dtype:
-        if isinstance(leaf, (gymnasium.spaces.Discrete, gymnasium.spaces.MultiDiscrete)):
-            return torch.int64
-        if isinstance(leaf, gymnasium.spaces.Box) and leaf.dtype == np.uint8:
-            return torch.uint8
-        return torch.float32
-
-    return tree_map(dtype, _space_tree(space))
-
-
-def _space_tree(space: Any) -> Any:
-    """A Dict or Tuple space as a dict or tuple of its leaf spaces (a leaf as itself)."""
-    if isinstance(space, gymnasium.spaces.Dict):
-        return {k: _space_tree(s) for k, s in space.spaces.items()}
-    if isinstance(space, gymnasium.spaces.Tuple):
-        return tuple(_space_tree(s) for s in space.spaces)
-    return space
 
 
 @plan.dispatch(precedence=DEFAULT_PRECEDENCE)
