@@ -222,7 +222,8 @@ def _checked(build):
 
     try:
         return build()
-    except (ValueError, TypeError, gymnasium.error.Error) as error:
+    except (ValueError, TypeError, ImportError, FileNotFoundError,
+            gymnasium.error.Error) as error:  # a missing extra or ROM names its pip install
         raise UsageError(str(error)) from None
 
 

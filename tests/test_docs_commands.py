@@ -42,7 +42,9 @@ from docs_commands import (
 )
 
 #: The run length each experiment's commands are cut to.
-STEPS = {"dqn-cartpole": "300", "ppo-cartpole": "512", "sac-pendulum": "300"}
+STEPS = {"dqn-cartpole": "300", "ppo-cartpole": "512", "sac-pendulum": "300",
+         "dqn-atari": "300", "ppo-atari": "256", "sac-halfcheetah": "300", "ppo-hopper": "512",
+         "td3-hopper": "300"}
 INTERRUPTED = "stagerl run dqn-cartpole --logdir runs/a --steps 1000, stopped by Ctrl-C"
 #: docs/distributed.md's Python blocks: on Ray, in the Ray session (PYTHON_HERE).
 DISTRIBUTED = Page(lambda namespace: None, shorter=(("50_000", "600"),),
@@ -137,6 +139,7 @@ def on_two_workers(command, result, ws):
 
 LONG_BENCHMARK = "a long benchmark: full trainings of stagerl and Stable-Baselines3, seeds 0-2"
 TIMING = "a timing benchmark (minutes, meaningful only on an idle machine)"
+MEMORY = "allocates and fills a replay of several GB (run it alone, on a machine with room)"
 PACKAGE_INDEX = "installs from the package index (the test runs where it is installed)"
 
 #: How each command the docs show runs here (commands written as syntax are checked by
@@ -178,6 +181,15 @@ COMMANDS = {
         evaluated(5, "best.gif"), after=("stagerl run dqn-cartpole --logdir runs/dqn",),
         needs=("pygame",)),
     "stagerl run ppo-cartpole --ray-workers 2": OnRay(on_two_workers),
+    "stagerl run dqn-atari --logdir runs/breakout": Run(ran(seed=0), needs=("ale_py", "cv2")),
+    "stagerl run ppo-atari env_id=PongNoFrameskip-v4 --logdir runs/pong --seed 1": Run(
+        ran(seed=1, env_id="PongNoFrameskip-v4"), needs=("ale_py", "cv2")),
+    "stagerl run sac-halfcheetah --steps 50000 --logdir runs/cheetah": Run(
+        ran(seed=0), needs=("mujoco",)),
+    "stagerl run ppo-hopper --logdir runs/hopper --seed 1": Run(ran(seed=1),
+                                                                 needs=("mujoco",)),
+    "stagerl run td3-hopper env_id=Walker2d-v5 --logdir runs/walker": Run(
+        ran(seed=0, env_id="Walker2d-v5"), needs=("mujoco",)),
     "make run": Make(".venv/bin/stagerl run dqn-cartpole", variables=("STEPS=300",),
                      tiny=".venv/bin/stagerl run dqn-cartpole --steps 300",
                      check=ran(seed=0)),
@@ -194,6 +206,11 @@ COMMANDS = {
         Skip(TIMING, scripts_exist),
     "python benchmarks/multi_agent.py": Skip(TIMING, scripts_exist),
     "python benchmarks/envpool.py": Skip(TIMING, scripts_exist),
+    "python benchmarks/real_envs_speed.py dqn-atari": Skip(TIMING, scripts_exist),
+    "python benchmarks/atari_memory.py --library stagerl --transitions 1000000":
+        Skip(MEMORY, scripts_exist),
+    "python benchmarks/atari_memory.py --library sb3 --transitions 1000000 --limit-gb 3":
+        Skip(MEMORY, scripts_exist),
     "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
         Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
     "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "
@@ -266,6 +283,7 @@ PYTHON_TESTS = {
     "docs/checkpoints.md": "tests/stagerl/checkpoints/test_checkpoint_docs.py",
     "docs/logging.md": "tests/stagerl/logging/test_logging_docs.py",
     "docs/loop.md": "tests/stagerl/core/test_run.py",
+    "docs/mujoco.md": "tests/stagerl/envs/test_mujoco_docs.py",
     "docs/multi_agent.md": "tests/stagerl/multi_agent/test_multi_agent_docs.py",
     "docs/trajectories.md": "tests/trajectories/test_trajectories_docs.py",
     "docs/write_a_policy.md": "tests/stagerl/policies/test_policy_docs.py",

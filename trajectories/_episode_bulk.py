@@ -17,6 +17,7 @@ from trajectories._episode_rules import (
     STEPPING,
     classify_push,
 )
+from trajectories.nested import NestedFrames, first_leaf, is_nested, leading_length
 from trajectories.traces import write_function_of
 
 __all__ = ["extend"]
@@ -42,7 +43,7 @@ def extend(buffer, new_episode: bool, columns: dict) -> int:
                          "use extend(new_episode=False, ...)")
     state_like = {n for n in keys if buffer._slot_of[n] in buffer._state_like} \
         if new_episode else set()
-    lengths = {n: len(v) if np.ndim(v) else -1 for n, v in columns.items()}
+    lengths = {n: leading_length(v) for n, v in columns.items()}
     plain = [n for n in keys if n not in state_like]
     T = lengths[plain[0]] if plain else lengths[keys[0]] - 1
     for n, k in lengths.items():
@@ -68,7 +69,8 @@ def extend(buffer, new_episode: bool, columns: dict) -> int:
             nxt = coerce_frame(nxt, ref.dtype, ref.shape[1:], completion)
     # Write: the first state, the steps in one append, then the completion.
     if new_episode:
-        first = {n: cols[n][0] for n in state_like}
+        first = {n: _nested_buffer(traces, n).frame_of(cols[n], 0)
+                 if isinstance(cols[n], NestedFrames) else cols[n][0] for n in state_like}
         cols = {n: cols[n][1:] if n in state_like else c for n, c in cols.items()}
         first_keys = tuple(first)
         buffer._start_episode(write_function_of(traces, first_keys),
@@ -83,9 +85,17 @@ def extend(buffer, new_episode: bool, columns: dict) -> int:
 
 def _prepared(traces, name, values):
     ref = traces.take(name, _NO_ROWS)
-    if ref.dtype == object:  # a column whose dtype the first value will fix
+    if is_nested(ref):  # one array per leaf, checked by the nested buffer itself
+        return _nested_buffer(traces, name)._prepare(values)
+    if first_leaf(ref).dtype == object:  # a column whose dtype the first value will fix
         return np.asarray(values)
     return coerce_frames(values, ref.dtype, ref.shape[1:], name)
+
+
+def _nested_buffer(traces, name):
+    while not hasattr(traces, "_where"):  # through wrappers, which keep .traces
+        traces = traces.traces
+    return traces._where[name][1]
 
 
 def _steps_appended(buffer, T: int) -> None:
@@ -103,3 +113,4 @@ def _steps_appended(buffer, T: int) -> None:
     steps = np.arange(k + 1, K + 1, dtype=np.int32)
     meta.extend(steps, steps <= th)
     buffer._phase = STEPPING
+

@@ -1,7 +1,9 @@
 """Ready-made layouts: SARTS, SARTSA and SLART traces on rings or unbounded arrays.
 
 Each trace is given as ``name=(dtype, shape)``, or ``env=`` gives the state and action frames
-(see `spaces_of`). States (and, with SARTSA/SLART, actions and legal-action masks) are
+(see `spaces_of`). A dict or tuple of such pairs (what ``env=`` derives from a ``Dict`` or
+``Tuple`` space) stores one ring per leaf and reads back with the same nesting (see
+`trajectories.nested`). States (and, with SARTSA/SLART, actions and legal-action masks) are
 multiplexed, so their buffers hold more frames than the rows::
 
     CircularArraySARTSTraces(capacity=3), full:
@@ -35,6 +37,7 @@ import numpy as np
 from trajectories._casting import as_shape
 from trajectories.buffers import CircularArrayBuffer, ElasticArrayBuffer, _dtype
 from trajectories.checks import require_positive_int
+from trajectories.nested import build_buffer, is_nested_spec
 from trajectories.traces import Traces
 
 __all__ = ["CircularArraySARTSTraces", "CircularArraySARTSATraces", "CircularArraySLARTTraces",
@@ -45,7 +48,8 @@ __all__ = ["CircularArraySARTSTraces", "CircularArraySARTSATraces", "CircularArr
 def frame_of_space(space, what: str = "space") -> tuple:
     """The ``(dtype, shape)`` of one value of ``space``: ``Discrete`` -> int64 scalar, ``Box`` ->
     its shape and dtype, ``MultiDiscrete`` -> int64 of its shape, ``MultiBinary`` -> int8 of its
-    shape (what gymnasium's MultiBinary samples and returns).
+    shape (what gymnasium's MultiBinary samples and returns); ``Dict`` and ``Tuple`` -> a dict or
+    tuple of their spaces' frames (one buffer per leaf, see `trajectories.nested`).
 
     Example:
         >>> import gymnasium
@@ -53,7 +57,14 @@ def frame_of_space(space, what: str = "space") -> tuple:
         (dtype('float32'), (4,))
         >>> frame_of_space(gymnasium.spaces.Discrete(3))
         (dtype('int64'), ())
+        >>> frame_of_space(gymnasium.spaces.Dict(n=gymnasium.spaces.Discrete(3)))
+        {'n': (dtype('int64'), ())}
     """
+    spaces = getattr(space, "spaces", None)
+    if isinstance(spaces, dict):  # Dict
+        return {key: frame_of_space(sub, f"{what}[{key!r}]") for key, sub in spaces.items()}
+    if isinstance(spaces, tuple):  # Tuple
+        return tuple(frame_of_space(sub, f"{what}[{i}]") for i, sub in enumerate(spaces))
     shape = getattr(space, "shape", None)
     if hasattr(space, "nvec"):  # MultiDiscrete
         return np.dtype(np.int64), as_shape(shape)
@@ -64,8 +75,8 @@ def frame_of_space(space, what: str = "space") -> tuple:
     if hasattr(space, "n") and shape is not None:  # MultiBinary
         return np.dtype(np.int8), as_shape(shape)
     raise TypeError(f"cannot derive the frames of the {what} from {space!r}: only Discrete, Box, "
-                    f"MultiDiscrete and MultiBinary spaces are known; declare the trace "
-                    f"instead, e.g. state=(np.float32, (4,))")
+                    f"MultiDiscrete, MultiBinary, Dict and Tuple spaces are known; declare the "
+                    f"trace instead, e.g. state=(np.float32, (4,))")
 
 
 def _space(env, names: tuple):
@@ -115,6 +126,10 @@ def _specs(env, state, action, **others) -> dict:
 
 
 def _spec(name, spec):
+    if is_nested_spec(spec):  # a dict or tuple of specs: one buffer per leaf
+        if isinstance(spec, dict):
+            return {k: _spec(f"{name}.{k}", v) for k, v in spec.items()}
+        return tuple(_spec(f"{name}.{i}", v) for i, v in enumerate(spec))
     try:
         dtype, shape = spec
     except (TypeError, ValueError) as e:
@@ -168,12 +183,15 @@ def _layout(traces, specs, multiplexed, plain, make, extra=None):
 
 
 def _rings(capacity, sizes: dict):
-    """Ring buffers of ``capacity + sizes[name]`` frames."""
-    return lambda name, spec: CircularArrayBuffer(capacity + sizes.get(name, 0), spec[1], spec[0])
+    """Ring buffers of ``capacity + sizes[name]`` frames (one per leaf of a nested spec)."""
+    def make(name, spec):
+        size = capacity + sizes.get(name, 0)
+        return build_buffer(spec, lambda dtype, shape: CircularArrayBuffer(size, shape, dtype))
+    return make
 
 
 def _elastic(name, spec):
-    return ElasticArrayBuffer(spec[1], spec[0])
+    return build_buffer(spec, lambda dtype, shape: ElasticArrayBuffer(shape, dtype))
 
 
 class CircularArraySARTSTraces(Traces):

@@ -12,6 +12,7 @@ import numpy as np
 from trajectories._episode_meta import episode_row_lists
 from trajectories._rows import _episodic, _layer, _Rows
 from trajectories.checks import as_rng, require_positive_int
+from trajectories.nested import tree_map
 from trajectories.prioritized import CircularPrioritizedTraces
 
 
@@ -36,17 +37,18 @@ def _device(device):
 
 
 def _to_device(batch: dict, device) -> dict:
+    """Every array of ``batch`` (nested ones leaf by leaf) as a tensor on ``device``."""
     import torch
 
-    out = {}
-    for name, value in batch.items():
+    def move(value):
         tensor = torch.from_numpy(np.ascontiguousarray(value))
         if device.type == "cuda":  # pinned host memory makes the copy asynchronous
             tensor = tensor.pin_memory().to(device, non_blocking=True)
         elif device.type != "cpu":
             tensor = tensor.to(device)
-        out[name] = tensor
-    return out
+        return tensor
+
+    return {name: tree_map(move, value) for name, value in batch.items()}
 
 
 def _resolve_names(who, container, names):
@@ -361,8 +363,18 @@ class EpisodesSampler:
         gathered = {name: container.take(name, rows) for name in names}
         if self.device is not None:
             gathered = _to_device(gathered, self.device)
-            columns = {name: list(value.tensor_split(cuts.tolist())) for name, value in
-                       gathered.items()}
+            split = lambda value: list(value.tensor_split(cuts.tolist()))  # noqa: E731
         else:
-            columns = {name: np.split(value, cuts) for name, value in gathered.items()}
-        return [{name: columns[name][i] for name in names} for i in range(len(episodes))]
+            split = lambda value: np.split(value, cuts)  # noqa: E731
+        columns = {name: tree_map(split, value) for name, value in gathered.items()}
+        return [{name: _episode_part(columns[name], i) for name in names}
+                for i in range(len(episodes))]
+
+
+def _episode_part(column, i: int):
+    """Episode ``i``'s part of a split column (of every leaf of a nested one)."""
+    if isinstance(column, list):
+        return column[i]
+    if isinstance(column, dict):
+        return {k: _episode_part(v, i) for k, v in column.items()}
+    return tuple(_episode_part(v, i) for v in column)

@@ -47,6 +47,7 @@ from trajectories._casting import TraceKeyError
 from trajectories._fastpush import compile_push
 from trajectories.buffers import logical_indices
 from trajectories.checks import require_positive_int
+from trajectories.nested import NestedBuffer, tree_map
 from trajectories.trace import as_buffer
 
 __all__ = ["Traces", "MultiplexTraces", "frame_capacity", "write_function_of"]
@@ -159,6 +160,11 @@ class Traces:
         if name not in self._where:
             raise TraceKeyError(f"no trace named {name!r}; the traces are {self._names}")
         i, buf, off = self._where[name]
+        if isinstance(buf, NestedBuffer):  # a dict or tuple of columns, one per leaf
+            col = buf.all_frames()
+            if not self._mux[i]:
+                return col
+            return tree_map(lambda c: c[1:] if off else c[:-1], col)
         col = np.asarray(buf)
         if not self._mux[i]:
             return col

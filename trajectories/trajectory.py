@@ -23,6 +23,7 @@ from trajectories.controllers import InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
 from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer
 from trajectories.lanes.factory import lane_storage
+from trajectories.nested import first_leaf, is_nested
 from trajectories.samplers import DummySampler
 
 __all__ = ["Trajectory", "split_lanes"]
@@ -128,7 +129,7 @@ class Trajectory:
         try:
             if n is not None:
                 split_lanes(self, n)
-                self.container.inferred_from = np.shape(step["state"])
+                self.container.inferred_from = np.shape(first_leaf(step["state"]))
             self.push(**step)
         except Exception as laned_error:
             # A failed push changes nothing, lanes included: the trajectory waits again.
@@ -255,10 +256,13 @@ def lanes_of_first_push(container, step: dict):
     """
     if "state" not in step or "state" not in container.keys():
         return None
-    ref = container.take("state", _NO_ROWS)
+    ref = first_leaf(container.take("state", _NO_ROWS))  # a nested state: its first leaf
     if ref.dtype == object:  # an elastic trace that has not seen a frame: nothing to compare
         return None
-    shape = np.shape(step["state"])
+    state = step["state"]
+    if is_nested(state) and not is_nested(container.take("state", _NO_ROWS)):
+        return None
+    shape = np.shape(first_leaf(state))
     if len(shape) == ref.ndim and shape[1:] == ref.shape[1:] and shape[0] >= 2:
         return int(shape[0])
     return None

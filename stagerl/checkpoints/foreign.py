@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from stagerl.checkpoints.registry import CheckpointError
+from stagerl.envs.env_ids import env_id_problem
 
 __all__ = ["check_foreign", "check_env_id", "env_id_problem"]
 
@@ -74,25 +75,6 @@ def _check_wrapper_spec(spec: Any) -> None:
     if not isinstance(entry, str) or not entry.startswith("gymnasium.wrappers"):
         raise CheckpointError(f"the checkpoint holds a gymnasium WrapperSpec whose entry point "
                               f"{entry!r} is not one of gymnasium's wrappers")
-
-
-def env_id_problem(env_id: Any, expected: str | None = None) -> str | None:
-    """Why ``env_id`` (read from a file) may not be made, or ``None``: it must be ``expected``
-    (the id the experiment was defined with) or an id gymnasium has registered, without a
-    ``module:`` prefix (``gymnasium.make`` would import that module)."""
-    if not isinstance(env_id, str):
-        return f"the env id {env_id!r} is not a string"
-    if expected is not None and env_id == expected:
-        return None
-    if ":" in env_id:
-        return (f"the env id {env_id!r} names a module to import; ids read from a file must be "
-                "registered with gymnasium, without a module: prefix")
-    import gymnasium
-
-    if env_id not in gymnasium.envs.registry:
-        return (f"the env id {env_id!r} is not registered with gymnasium (import the package "
-                "that registers it before loading)")
-    return None
 
 
 def check_env_id(env_id: Any, where: Any, expected: str | None = None) -> str:

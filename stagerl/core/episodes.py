@@ -18,6 +18,15 @@ ended, as :class:`Episode` records; :class:`EpisodeHook` turns that into one met
 
 A vector env's act that only resets a lane (gymnasium's NEXT_STEP autoreset) is not a step of
 that lane (``env.stepped`` is False there) and adds nothing to its episode.
+
+**Games.** An env whose ``env.info`` carries ``game_over`` and ``game_return`` (stagerl's Atari
+envs: ``stagerl.envs.atari``) is trained on lives with clipped rewards, but a person's episode is
+the game. The tracker then reports games: a step adds what the game's unclipped score gained
+(``game_return`` minus the score it last saw in that lane), and a lane's episode ends at the
+step that ends its game (``info["game_over"]``), not at a lost life. On a single env the
+PostEpisode of a lost life reports nothing and the next PreEpisode goes on with the same game's
+figures. So ``TotalRewardPerEpisode``, ``StepsPerEpisode`` and the loggers report whole games,
+unclipped, in training as in evaluation.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from stagerl.core.env import VectorEnv
 from stagerl.core.hooks_base import Hook
 from stagerl.core.stages import PostActStage, PostEpisodeStage, PreEpisodeStage
 
-__all__ = ["Episode", "EpisodeTracker", "EpisodeHook"]
+__all__ = ["Episode", "EpisodeTracker", "EpisodeHook", "game_figures"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,8 @@ class EpisodeTracker:
     returns the lanes whose episode ended in the last act and ``finish`` the lanes cut by the
     stop. ``running_reward`` and ``running_length`` are the figures of the episodes running
     (numbers, or one entry per lane). With ``keep_rewards`` each record carries its rewards.
+    Envs whose info tells games (``game_over``, ``game_return``) are tracked game by game (see
+    the module docstring): ``game_mode`` is set from the first step that shows them.
 
     Example:
         >>> import stagerl as rl
@@ -80,7 +91,7 @@ class EpisodeTracker:
     """
 
     __slots__ = ("keep_rewards", "vector", "running_reward", "running_length", "lane_rewards",
-                 "_env")
+                 "_env", "game_mode", "last_score", "game_over", "game_goes_on")
 
     def __init__(self, keep_rewards: bool = False) -> None:
         self.keep_rewards = keep_rewards
@@ -89,6 +100,10 @@ class EpisodeTracker:
         self.running_length: Any = 0
         self.lane_rewards: list[list[float]] = [[]]
         self._env: Any = None
+        self.game_mode = False  # the env's info tells games: episodes are games
+        self.last_score: Any = 0.0  # game_return at each lane's last step
+        self.game_over = False  # single env: the last step ended the game
+        self.game_goes_on = False  # single env: a lost life ended the loop's episode
 
     def __getstate__(self) -> dict:
         # The env is only remembered to notice a new one; a copy binds on its next call.
@@ -114,14 +129,20 @@ class EpisodeTracker:
         if n is None:
             self.running_reward, self.running_length = 0.0, 0
             self.lane_rewards = [[]]
+            self.last_score = 0.0
         else:
             self.running_reward = np.zeros(n)
             self.running_length = np.zeros(n, dtype=np.int64)
             self.lane_rewards = [[] for _ in range(n)]
+            self.last_score = np.zeros(n)
 
     def start(self, env: Any) -> None:
-        """A new loop episode: every running figure back to zero."""
+        """A new loop episode: every running figure back to zero (on a single env after a lost
+        life of a game: the game's figures go on)."""
         self._bind(env)
+        if self.game_goes_on and not self.vector:
+            self.game_goes_on = False
+            return
         self._zero(env.num_envs if self.vector else None)
 
     def step(self, env: Any) -> tuple:
@@ -129,26 +150,43 @@ class EpisodeTracker:
         if env is not self._env:
             self._bind(env)
         if not self.vector:
-            try:
-                reward = env.reward
-            except (AttributeError, NotImplementedError):  # an env without rewards (a stub)
-                reward = math.nan
+            info = getattr(env, "info", None)
+            if type(info) is dict and "game_over" in info:  # a game: its unclipped score
+                self.game_mode = True
+                score = float(info["game_return"])
+                reward, self.last_score = score - self.last_score, score
+                self.game_over = bool(info["game_over"])
+            else:
+                try:
+                    reward = env.reward
+                except (AttributeError, NotImplementedError):  # an env without rewards (a stub)
+                    reward = math.nan
             self.running_reward += reward
             self.running_length += 1
             if self.keep_rewards:
                 self.lane_rewards[0].append(float(reward))
             return ()
         stepped = env.stepped
-        reward = np.where(stepped, env.reward, 0.0)
+        info = getattr(env, "info", None)
+        games = type(info) is dict and "game_over" in info
+        if games:
+            self.game_mode = True
+            score, over = game_figures(info)
+            reward = np.where(stepped, score - self.last_score, 0.0)
+            self.last_score = np.where(stepped, score, self.last_score)
+        else:
+            reward = np.where(stepped, env.reward, 0.0)
         self.running_reward += reward
         self.running_length += stepped
         if self.keep_rewards:
             for lane in np.flatnonzero(stepped).tolist():
                 self.lane_rewards[lane].append(float(reward[lane]))
         terminated, truncated = env.is_terminated, env.is_truncated
-        ended = np.flatnonzero(terminated | truncated)
+        ended = np.flatnonzero(over & stepped if games else terminated | truncated)
         if not ended.size:
             return ()
+        if games:
+            self.last_score[ended] = 0.0  # the lane's next game starts from nothing
         return tuple(self._end(lane, bool(terminated[lane]), bool(truncated[lane]))
                      for lane in ended.tolist())
 
@@ -157,8 +195,18 @@ class EpisodeTracker:
         if env is not self._env:
             self._bind(env)
         if not self.vector:
-            return (self._end(0, bool(getattr(env, "is_terminated", False)),
-                              bool(getattr(env, "is_truncated", False))),)
+            terminated = bool(getattr(env, "is_terminated", False))
+            truncated = bool(getattr(env, "is_truncated", False))
+            if self.game_mode and not self.game_over:
+                if terminated or truncated:  # a lost life: the game goes on in the next episode
+                    self.game_goes_on = True
+                    return ()
+                score = self.last_score  # cut by the stop: the game so far, as a cut episode
+                episode = self._end(0, False, False)
+                self.last_score = score  # a game that goes on keeps counting from here
+                return (episode,)
+            self.game_over = False
+            return (self._end(0, terminated, truncated),)
         return tuple(self._end(lane, False, False)
                      for lane in np.flatnonzero(self.running_length).tolist())
 
@@ -172,6 +220,29 @@ class EpisodeTracker:
             total, length = self.running_reward, self.running_length
             self.running_reward, self.running_length = 0.0, 0
         return Episode(lane, float(total), int(length), terminated, truncated, rewards)
+
+
+def game_figures(info: dict) -> tuple:
+    """Each sub-env's game score and whether its game ended at the last act, from a vector
+    env's ``info`` (``game_return``, ``game_over``); a sub-env reset in the same act
+    (SAME_STEP autoreset) shows its final step's figures, from ``info["final_info"]``.
+
+    Example:
+        >>> info = {"game_return": np.array([3.0, 0.0]), "game_over": np.array([False, False]),
+        ...         "final_info": {"game_return": np.array([0.0, 7.0]),
+        ...                        "game_over": np.array([False, True])},
+        ...         "_final_info": np.array([False, True])}
+        >>> [a.tolist() for a in game_figures(info)]
+        [[3.0, 7.0], [False, True]]
+    """
+    score = np.asarray(info["game_return"], dtype=np.float64)
+    over = np.asarray(info["game_over"], dtype=bool)
+    final = info.get("final_info")
+    if type(final) is dict and "game_over" in final:
+        done = np.asarray(info.get("_final_info", np.zeros_like(over)), dtype=bool)
+        score = np.where(done, np.asarray(final["game_return"], dtype=np.float64), score)
+        over = np.where(done, np.asarray(final["game_over"], dtype=bool), over)
+    return score, over
 
 
 class EpisodeHook(Hook):

@@ -21,7 +21,6 @@ Two backends: ``"gymnasium"`` (``ale-py`` and gymnasium's ``AtariPreprocessing``
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,41 +28,18 @@ import gymnasium
 import numpy as np
 
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
+from stagerl.core.episodes import game_figures
 from stagerl.core.hooks_base import Hook
 from stagerl.core.stages import PostActStage
-from stagerl.envs.atari_wrappers import atari_game, wrap_atari
+from stagerl.envs.atari_wrappers import ATARI_INSTALL, atari_game, require_ale, wrap_atari
+from stagerl.envs.frame_stack import StackedFrames
 from stagerl.envs.gym import GymEnv
 from stagerl.envs.vector import GymVectorEnv
 
 __all__ = ["make_atari_env", "GameScores", "require_ale", "ATARI_INSTALL"]
 
-ATARI_INSTALL = "pip install 'stagerl[atari]'  (ale-py>=0.9, which ships the ROMs, and opencv)"
-
-
-def require_ale() -> None:
-    """Import ale-py (and register its envs with gymnasium) and opencv, or say how to install
-    them: ``ModuleNotFoundError`` naming the ``pip install``."""
-    try:
-        import ale_py
-    except ImportError as error:
-        raise ModuleNotFoundError(
-            f"Atari envs need ale-py, which is not installed: {ATARI_INSTALL}") from error
-    version = tuple(int(p) for p in re.findall(r"\d+", ale_py.__version__)[:2])
-    if version < (0, 9):
-        raise ModuleNotFoundError(
-            f"ale-py {ale_py.__version__} does not ship the game ROMs; upgrade it: "
-            f"pip install -U 'ale-py>=0.9'")
-    try:
-        import cv2  # noqa: F401  (gymnasium's AtariPreprocessing resizes with it)
-    except ImportError as error:
-        raise ModuleNotFoundError(
-            f"Atari preprocessing needs opencv, which is not installed: {ATARI_INSTALL}"
-        ) from error
-    gymnasium.register_envs(ale_py)
-
-
 def _make_one(env_id: str, training: bool, noop_max: int, frame_skip: int, screen_size: int,
-              make_kwargs: dict) -> gymnasium.Env:
+              make_kwargs: dict, frame_stack: int = 1) -> gymnasium.Env:
     """One preprocessed ALE env (a module-level function, so async vector envs can pickle it)."""
     require_ale()
     try:
@@ -78,14 +54,16 @@ def _make_one(env_id: str, training: bool, noop_max: int, frame_skip: int, scree
             f"the ROM of {env_id!r} could not be loaded ({error}); ale-py>=0.9 ships the ROMs: "
             f"unset ALE_ROMS_DIR if it points elsewhere, or reinstall them with "
             f"pip install --force-reinstall 'ale-py>=0.9'") from error
-    return wrap_atari(env, training=training, noop_max=noop_max, frame_skip=frame_skip,
-                      screen_size=screen_size)
+    env = wrap_atari(env, training=training, noop_max=noop_max, frame_skip=frame_skip,
+                     screen_size=screen_size)
+    return StackedFrames(env, frame_stack) if frame_stack > 1 else env
 
 
 def make_atari_env(env_id: str = "PongNoFrameskip-v4", num_envs: int = 1, seed: int | None = None,
                    training: bool = True, *, backend: str = "gymnasium", vector: bool | None = None,
                    noop_max: int = 30, frame_skip: int = 4, screen_size: int = 84,
-                   vectorization_mode: str = "sync", **make_kwargs: Any) -> GymEnv | GymVectorEnv:
+                   vectorization_mode: str = "sync", frame_stack: int = 1,
+                   **make_kwargs: Any) -> GymEnv | GymVectorEnv:
     """An Atari game, preprocessed as RL-Zoo trains on it, as a stagerl env.
 
     Args:
@@ -100,6 +78,10 @@ def make_atari_env(env_id: str = "PongNoFrameskip-v4", num_envs: int = 1, seed: 
         vector: a vector env even for one sub-env.
         noop_max, frame_skip, screen_size: the preprocessing (RL-Zoo's defaults).
         vectorization_mode: ``"sync"`` or ``"async"`` (gymnasium backend).
+        frame_stack: each observation is the last ``frame_stack`` frames of its sub-env
+            (:class:`~stagerl.envs.frame_stack.StackedFrames`), for algorithms that store whole
+            stacks (PPO); 1 (the default): one frame, stacked by the sampler and a
+            ``FrameStacker`` (DQN).
         **make_kwargs: passed to ``gymnasium.make`` (e.g. ``repeat_action_probability``,
             ``full_action_space``) or, with EnvPool, to ``envpool.make``.
 
@@ -114,13 +96,17 @@ def make_atari_env(env_id: str = "PongNoFrameskip-v4", num_envs: int = 1, seed: 
     """
     atari_game(env_id)
     for name, value, least in (("num_envs", num_envs, 1), ("noop_max", noop_max, 0),
-                               ("frame_skip", frame_skip, 1), ("screen_size", screen_size, 1)):
+                               ("frame_skip", frame_skip, 1), ("screen_size", screen_size, 1),
+                               ("frame_stack", frame_stack, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"make_atari_env: {name} must be an int >= {least}, got "
                              f"{name}={value!r}")
     if backend == "envpool":
         from stagerl.envs.envpool import make_envpool_atari
 
+        if frame_stack > 1:
+            raise ValueError("make_atari_env: frame_stack applies to backend='gymnasium'; with "
+                             "EnvPool leave it at 1 (stack at sample time, as DQN does)")
         return make_envpool_atari(env_id, num_envs=num_envs, seed=seed, training=training,
                                   noop_max=noop_max, frame_skip=frame_skip,
                                   screen_size=screen_size, **make_kwargs)
@@ -129,7 +115,7 @@ def make_atari_env(env_id: str = "PongNoFrameskip-v4", num_envs: int = 1, seed: 
                          f"backend={backend!r}")
     require_ale()
     make = functools.partial(_make_one, env_id, training, noop_max, frame_skip, screen_size,
-                             make_kwargs)
+                             make_kwargs, frame_stack)
     if num_envs == 1 and not vector:
         return GymEnv(make(), seed=seed)
     if vectorization_mode == "async":
@@ -167,9 +153,10 @@ class GameScores(Hook):
         over = info.get("game_over")
         if over is None:
             return
-        if np.ndim(over):
+        if np.ndim(over):  # a vector env (the sub-envs reset in the act: their final info)
+            score, over = game_figures(info)
             for lane in np.flatnonzero(over).tolist():
-                self.scores.append(float(info["game_return"][lane]))
+                self.scores.append(float(score[lane]))
                 self.lanes.append(lane)
         elif over:
             self.scores.append(float(info["game_return"]))

@@ -29,8 +29,34 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-__all__ = ["GameScore", "LifeLossEndsEpisode", "FireOnReset", "FireAfterLifeLoss",
-           "ClipRewardToSign", "RewardIsGameScore", "atari_game", "needs_fire", "wrap_atari"]
+__all__ = ["ATARI_INSTALL", "require_ale", "GameScore", "LifeLossEndsEpisode", "FireOnReset",
+           "FireAfterLifeLoss", "ClipRewardToSign", "RewardIsGameScore", "atari_game",
+           "needs_fire", "wrap_atari"]
+
+ATARI_INSTALL = "pip install 'stagerl[atari]'  (ale-py>=0.9, which ships the ROMs, and opencv)"
+
+
+def require_ale() -> None:
+    """Import ale-py (and register its envs with gymnasium) and opencv, or say how to install
+    them: ``ModuleNotFoundError`` naming the ``pip install``."""
+    try:
+        import ale_py
+    except ImportError as error:
+        raise ModuleNotFoundError(
+            f"Atari envs need ale-py, which is not installed: {ATARI_INSTALL}") from error
+    version = tuple(int(p) for p in re.findall(r"\d+", ale_py.__version__)[:2])
+    if version < (0, 9):
+        raise ModuleNotFoundError(
+            f"ale-py {ale_py.__version__} does not ship the game ROMs; upgrade it: "
+            f"pip install -U 'ale-py>=0.9'")
+    try:
+        import cv2  # noqa: F401  (gymnasium's AtariPreprocessing resizes with it)
+    except ImportError as error:
+        raise ModuleNotFoundError(
+            f"Atari preprocessing needs opencv, which is not installed: {ATARI_INSTALL}"
+        ) from error
+    gymnasium.register_envs(ale_py)
+
 
 NOOP, FIRE = 0, 1
 _ID = re.compile(r"^(?:ALE/(?P<v5>[A-Za-z0-9]+)-v5|(?P<v4>[A-Za-z0-9]+?)NoFrameskip-v4)$")

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium
 import numpy as np
 
 from stagerl.core.env import VectorEnv
 
-__all__ = ["FrameStacker"]
+__all__ = ["FrameStacker", "StackedFrames"]
 
 
 class FrameStacker:
@@ -97,3 +98,41 @@ class FrameStacker:
 
     def __repr__(self) -> str:
         return f"FrameStacker(num_frames={self.num_frames})"
+
+
+class StackedFrames(gymnasium.Wrapper):
+    """A gymnasium env whose observations are its last ``num_frames`` frames, stacked by a
+    :class:`FrameStacker` (the same rule the acting stacks and the sampler's windows follow: a
+    reset's frame fills the stack, oldest frame first).
+
+    For algorithms that store and learn from whole stacks, such as the on-policy ones, whose
+    rollouts are small (``stagerl.envs.atari.make_atari_env(..., frame_stack=4)`` wraps each
+    sub-env). Replay-based DQN stores each frame once instead and stacks at sample time.
+
+    Example:
+        >>> import gymnasium
+        >>> env = StackedFrames(gymnasium.make("CartPole-v1"), 3)
+        >>> obs, _ = env.reset(seed=0)
+        >>> obs.shape, env.observation_space.shape, bool((obs[0] == obs[2]).all())
+        ((3, 4), (3, 4), True)
+    """
+
+    def __init__(self, env: gymnasium.Env, num_frames: int = 4):
+        super().__init__(env)
+        self.stacker = FrameStacker(num_frames)
+        space = env.observation_space
+        if not isinstance(space, gymnasium.spaces.Box):
+            raise TypeError(f"StackedFrames stacks Box frames, got {space}")
+        k = self.stacker.num_frames
+        self.observation_space = gymnasium.spaces.Box(
+            np.broadcast_to(space.low, (k, *space.shape)),
+            np.broadcast_to(space.high, (k, *space.shape)), dtype=space.dtype)
+
+    def reset(self, **kwargs: Any) -> tuple:
+        obs, info = self.env.reset(**kwargs)
+        return self.stacker.push(np.asarray(obs)[None], True)[0], info
+
+    def step(self, action: Any) -> tuple:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self.stacker.push(np.asarray(obs)[None], False)[0], reward, terminated, \
+            truncated, info

@@ -30,6 +30,7 @@ import gymnasium
 import numpy as np
 
 from stagerl.core.env import Env
+from stagerl.envs.native_state import env_as_data, env_from_data
 
 __all__ = ["GymEnv", "check_seed", "is_vector_env", "private_copy"]
 
@@ -268,6 +269,20 @@ class GymEnv(Env):
             f"action {action!r} (of type {type(action).__name__}) is outside the action space "
             f"{self._action_space} of {self!r}{hint}"
         ) from (None if isinstance(error, _OutOfRange) else error)
+
+    def __getstate__(self) -> dict:
+        # A MuJoCo or Atari env's simulator is native: saved as data (its state, rng, spaces)
+        # and made again when loaded; its bound step goes with it (see __setstate__).
+        env = env_as_data(self.env)
+        if env is self.env:
+            return self.__dict__
+        return {**self.__dict__, "env": env, "_step": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self._step is None:
+            self.env = env_from_data(self.env)
+            self._step = self.env.step
 
     def render(self) -> Any:
         return self.env.render()

@@ -13,15 +13,11 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.vector import VectorEnv as GymnasiumVectorEnv
 
 from stagerl.core.env import VectorEnv
+from stagerl.envs.batched_observations import array_observations, copied, with_final_observations
+from stagerl.envs.native_state import env_as_data, env_from_data
 
 __all__ = ["GymVectorEnv"]
 
-_ARRAY_SPACES = (
-    gymnasium.spaces.Box,
-    gymnasium.spaces.Discrete,
-    gymnasium.spaces.MultiDiscrete,
-    gymnasium.spaces.MultiBinary,
-)
 _SUPPORTED_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
 
 
@@ -45,7 +41,8 @@ def _autoreset_mode(env: GymnasiumVectorEnv) -> AutoresetMode:
 
 def _without_env_fns(env: Any) -> Any:
     """``env`` (a vector env, possibly wrapped) with the innermost SyncVectorEnv's ``env_fns``
-    left out, as shallow copies; an AsyncVectorEnv cannot be copied at all."""
+    left out and its MuJoCo or Atari sub-envs as data (``stagerl.envs.native_state``), as
+    shallow copies; an AsyncVectorEnv cannot be copied at all."""
     if isinstance(env, AsyncVectorEnv):
         raise TypeError(
             "an AsyncVectorEnv runs its sub-envs in other processes and cannot be pickled or "
@@ -54,6 +51,7 @@ def _without_env_fns(env: Any) -> Any:
     if isinstance(env, SyncVectorEnv):
         copied = copy.copy(env)
         copied.env_fns = None
+        copied.envs = [env_as_data(sub) for sub in env.envs]
         return copied
     inner = getattr(env, "env", None)
     if isinstance(inner, GymnasiumVectorEnv):
@@ -175,11 +173,11 @@ class GymVectorEnv(VectorEnv):
         self._fresh_obs = type(env) in (SyncVectorEnv, AsyncVectorEnv) and env.copy is True
         self.autoreset_mode = _autoreset_mode(env)
         self._next_step = self.autoreset_mode == AutoresetMode.NEXT_STEP
-        if not isinstance(env.single_observation_space, _ARRAY_SPACES):
+        if not array_observations(env.single_observation_space):
             raise TypeError(
                 f"GymVectorEnv needs array observations (Box, Discrete, MultiDiscrete, "
-                f"MultiBinary), got {env.single_observation_space}; flatten them with "
-                "gymnasium.wrappers.vector.FlattenObservation"
+                f"MultiBinary, or a Dict or Tuple of them), got {env.single_observation_space}; "
+                "flatten them with gymnasium.wrappers.vector.FlattenObservation"
             )
         n = self.num_envs = int(env.num_envs)
         self.seed = None if seed is None else int(seed)
@@ -210,7 +208,7 @@ class GymVectorEnv(VectorEnv):
             self.env.single_action_space.seed(self.seed)
             self._seeded = True
         n = self.num_envs
-        self._state = self._final_state = np.array(obs)  # a copy the next step cannot touch
+        self._state = self._final_state = copied(obs)  # a copy the next step cannot touch
         self._reward = np.zeros(n)
         self._terminated = np.zeros(n, dtype=bool)
         self._truncated = np.zeros(n, dtype=bool)
@@ -230,7 +228,7 @@ class GymVectorEnv(VectorEnv):
         obs, reward, terminated, truncated, info = self.env.step(action)
         # A copy the next step cannot touch: gymnasium's own vector envs hand one out already
         # unless built with copy=False; anything else (wrappers, custom envs) is copied here.
-        state = obs if self._fresh_obs else np.array(obs)
+        state = obs if self._fresh_obs else copied(obs)
         reward = np.asarray(reward, dtype=np.float64)
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)
@@ -251,11 +249,8 @@ class GymVectorEnv(VectorEnv):
             self._final_state = state
             self.any_episode_start = any_start = bool(done.any())
             if any_start:
-                final = state.copy()
-                final_obs = info["final_obs"]
-                for i in np.flatnonzero(done):
-                    final[i] = final_obs[i]
-                self._final_state = final
+                self._final_state = with_final_observations(
+                    state, info["final_obs"], np.flatnonzero(done).tolist())
         self._done = done
         self.any_episode_end = bool(done.any()) if self._next_step else any_start
         self._state = state
@@ -287,6 +282,15 @@ class GymVectorEnv(VectorEnv):
         # gymnasium's SyncVectorEnv keeps the functions that made its sub-envs (often local
         # closures, which do not pickle); it never calls them again, so a copy goes without.
         return {**self.__dict__, "env": _without_env_fns(self.env)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        inner = self.env
+        while not isinstance(inner, SyncVectorEnv) and isinstance(
+                getattr(inner, "env", None), GymnasiumVectorEnv):
+            inner = inner.env
+        if isinstance(inner, SyncVectorEnv):  # MuJoCo and Atari sub-envs made again
+            inner.envs = [env_from_data(sub) for sub in inner.envs]
 
     def close(self) -> None:
         """Close the sub-envs (and worker processes of an async vector env)."""

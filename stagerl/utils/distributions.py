@@ -1,16 +1,22 @@
-"""Diagonal-Gaussian helpers for continuous-action policies, in torch.
-
-Every constant is a Python float, so the helpers work on any device and inside any graph without
-a host-to-device copy; the standard deviation is parametrised by its logarithm (``log_std``), the
-usual output of a policy network. Shapes broadcast as in torch; the last axis is the action axis.
+"""The action distributions of every kind of action space (categorical, MultiDiscrete,
+MultiBinary, diagonal Gaussian) that the on-policy algorithms act with and learn by, and the
+diagonal-Gaussian helpers of ``stagerl.utils.gaussian`` (re-exported here).
 """
 
 from __future__ import annotations
 
-import math
-
+import numpy as np
 import torch
 from torch.nn import functional as F
+
+from stagerl.utils.gaussian import (
+    LOG_SQRT_2PI,
+    diag_gaussian_entropy,
+    diag_gaussian_log_prob,
+    diag_gaussian_sample,
+    gaussian_log_prob,
+    squashed_diag_gaussian_log_prob,
+)
 
 __all__ = [
     "gaussian_log_prob",
@@ -18,89 +24,316 @@ __all__ = [
     "diag_gaussian_entropy",
     "diag_gaussian_sample",
     "squashed_diag_gaussian_log_prob",
+    "ActionDistribution",
+    "Categorical",
+    "MultiCategorical",
+    "Bernoulli",
+    "DiagGaussian",
+    "action_distribution",
 ]
 
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-_LOG_2 = math.log(2.0)
+_LOG_SQRT_2PI = LOG_SQRT_2PI
 
 
-def gaussian_log_prob(
-    mean: torch.Tensor, log_std: torch.Tensor, x: torch.Tensor
-) -> torch.Tensor:
-    """Element-wise ``log N(x; mean, exp(log_std)**2)``.
+# ---- action distributions: one class per kind of action space ------------------------------
+#
+# A policy network's head gives the parameters of a distribution over actions; what those
+# parameters are, and how an action's log-probability, the entropy and the KL divergence follow
+# from them, depends on the action space alone. These classes hold that, once: the on-policy
+# algorithms (VPG, A2C, PPO, TRPO) use them in their losses (torch) and to act (numpy, no
+# graph: one env step is cheaper than a torch call). ``params`` is always a tuple of tensors:
+# ``(logits,)`` for the discrete kinds, ``(mean, log_std)`` for the Gaussian.
+
+
+class ActionDistribution:
+    """The distribution of actions in one gymnasium action space, given a head's output.
+
+    Attributes:
+        n_outputs: the size of the head's output (logits, or the Gaussian's mean).
+        action_shape: the shape of one stored action.
+        action_dtype: the numpy dtype actions are stored in.
+    """
+
+    n_outputs: int = 0
+    action_shape: tuple = ()
+    action_dtype: type = np.int64
+
+    def params(self, out: torch.Tensor, log_std: torch.Tensor | None) -> tuple:
+        """The parameters from the head's output (and the learned ``log_std``, Gaussian)."""
+        return (out,)
+
+    def log_prob(self, params: tuple, actions: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def entropy(self, params: tuple) -> torch.Tensor:
+        raise NotImplementedError
+
+    def kl(self, old: tuple, new: tuple) -> torch.Tensor:
+        """``KL(old || new)`` per state."""
+        raise NotImplementedError
+
+    def sample(self, out: np.ndarray, log_std: np.ndarray | None, rng: np.random.Generator,
+               space) -> tuple:
+        """For a batch of head outputs: the actions for the env, the actions to store and their
+        log-probabilities (numpy)."""
+        raise NotImplementedError
+
+    def mode(self, out: np.ndarray, space) -> np.ndarray:
+        """The most likely actions (evaluation), numpy."""
+        raise NotImplementedError
+
+
+def _numpy_log_softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def _inverse_cdf(log_probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """One categorical draw per row of ``log_probs`` (last axis: the choices) from the
+    uniforms ``u`` (shape: the rows, with a last axis of 1)."""
+    cdf = np.cumsum(np.exp(log_probs), axis=-1)
+    return np.minimum((cdf < u).sum(axis=-1), log_probs.shape[-1] - 1)
+
+
+class Categorical(ActionDistribution):
+    """``Discrete(n)``: a categorical distribution over ``n`` logits.
 
     Example:
         >>> import torch
-        >>> from stagerl.utils import gaussian_log_prob
-        >>> zero = torch.tensor(0.0)
-        >>> round(gaussian_log_prob(zero, zero, zero).item(), 4)    # -log(sqrt(2 pi))
-        -0.9189
+        >>> dist = Categorical(3)
+        >>> params = (torch.zeros(2, 3),)
+        >>> [round(v, 4) for v in dist.log_prob(params, torch.tensor([0, 2])).tolist()]
+        [-1.0986, -1.0986]
     """
-    z = (x - mean) * torch.exp(-log_std)
-    return -0.5 * z * z - log_std - _LOG_SQRT_2PI
+
+    def __init__(self, n: int):
+        self.n_outputs = int(n)
+
+    def log_prob(self, params: tuple, actions: torch.Tensor) -> torch.Tensor:
+        log_probs = F.log_softmax(params[0], dim=-1)
+        return log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+
+    def log_prob_entropy(self, params: tuple, actions: torch.Tensor, entropy: bool) -> tuple:
+        """Both at once: one ``log_softmax`` (the on-policy losses' hot path)."""
+        log_probs = F.log_softmax(params[0], dim=-1)
+        log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        return log_prob, -(log_probs.exp() * log_probs).sum(-1) if entropy else None
+
+    def entropy(self, params: tuple) -> torch.Tensor:
+        log_probs = F.log_softmax(params[0], dim=-1)
+        return -(log_probs.exp() * log_probs).sum(-1)
+
+    def kl(self, old: tuple, new: tuple) -> torch.Tensor:
+        old_log_probs, log_probs = F.log_softmax(old[0], -1), F.log_softmax(new[0], -1)
+        return (old_log_probs.exp() * (old_log_probs - log_probs)).sum(-1)
+
+    def sample(self, out, log_std, rng, space) -> tuple:
+        log_probs = _numpy_log_softmax(out)
+        # Inverse-CDF sampling: one draw per env.
+        action = _inverse_cdf(log_probs, rng.random((len(out), 1)))
+        log_prob = log_probs[np.arange(len(out)), action].astype(np.float32)
+        return action, action, log_prob
+
+    def mode(self, out, space) -> np.ndarray:
+        return out.argmax(axis=1)
 
 
-def diag_gaussian_log_prob(
-    mean: torch.Tensor, log_std: torch.Tensor, x: torch.Tensor
-) -> torch.Tensor:
-    """``log N(x; mean, diag(exp(log_std)**2))``, summed over the last (action) axis.
+class MultiCategorical(ActionDistribution):
+    """``MultiDiscrete(nvec)``: one independent categorical per dimension, ``sum(nvec)`` logits;
+    log-probabilities and entropies add up over the dimensions.
 
     Example:
         >>> import torch
-        >>> from stagerl.utils import diag_gaussian_log_prob
-        >>> mean_BA, log_std_A = torch.zeros(5, 2), torch.zeros(2)
-        >>> diag_gaussian_log_prob(mean_BA, log_std_A, torch.zeros(5, 2)).shape
-        torch.Size([5])
+        >>> dist = MultiCategorical([2, 3])
+        >>> params = (torch.zeros(1, 5),)
+        >>> round(dist.log_prob(params, torch.tensor([[1, 2]])).item(), 4)   # log(1/2 * 1/3)
+        -1.7918
     """
-    return gaussian_log_prob(mean, log_std, x).sum(-1)
+
+    def __init__(self, nvec):
+        self.nvec = tuple(int(n) for n in np.asarray(nvec).reshape(-1))
+        self.shape = tuple(np.shape(nvec))
+        self.n_outputs = sum(self.nvec)
+        self.action_shape = self.shape
+
+    def _split(self, logits: torch.Tensor) -> tuple:
+        return torch.split(logits, self.nvec, dim=-1)
+
+    def _per_dim(self, params, actions):
+        actions = actions.long().reshape(actions.shape[0], -1)
+        return [F.log_softmax(logits, -1).gather(-1, actions[:, i:i + 1]).squeeze(-1)
+                for i, logits in enumerate(self._split(params[0]))]
+
+    def log_prob(self, params: tuple, actions: torch.Tensor) -> torch.Tensor:
+        return torch.stack(self._per_dim(params, actions), dim=-1).sum(-1)
+
+    def entropy(self, params: tuple) -> torch.Tensor:
+        parts = []
+        for logits in self._split(params[0]):
+            log_probs = F.log_softmax(logits, -1)
+            parts.append(-(log_probs.exp() * log_probs).sum(-1))
+        return torch.stack(parts, dim=-1).sum(-1)
+
+    def kl(self, old: tuple, new: tuple) -> torch.Tensor:
+        parts = []
+        for a, b in zip(self._split(old[0]), self._split(new[0]), strict=True):
+            old_log_probs, log_probs = F.log_softmax(a, -1), F.log_softmax(b, -1)
+            parts.append((old_log_probs.exp() * (old_log_probs - log_probs)).sum(-1))
+        return torch.stack(parts, dim=-1).sum(-1)
+
+    def sample(self, out, log_std, rng, space) -> tuple:
+        n = len(out)
+        u = rng.random((n, len(self.nvec)))
+        actions, log_prob, start = [], np.zeros(n, dtype=np.float32), 0
+        for i, k in enumerate(self.nvec):
+            log_probs = _numpy_log_softmax(out[:, start:start + k])
+            action = _inverse_cdf(log_probs, u[:, i:i + 1])
+            log_prob += log_probs[np.arange(n), action].astype(np.float32)
+            actions.append(action)
+            start += k
+        action = np.stack(actions, axis=1).reshape((n, *self.shape))
+        return action, action, log_prob
+
+    def mode(self, out, space) -> np.ndarray:
+        parts, start = [], 0
+        for k in self.nvec:
+            parts.append(out[:, start:start + k].argmax(axis=1))
+            start += k
+        return np.stack(parts, axis=1).reshape((len(out), *self.shape))
 
 
-def diag_gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
-    """The entropy of a diagonal Gaussian, summed over the last (action) axis.
-
-    It depends on ``log_std`` alone; a ``(n_actions,)`` ``log_std`` gives one scalar for the batch.
+class Bernoulli(ActionDistribution):
+    """``MultiBinary(shape)``: one independent Bernoulli per entry, one logit each.
 
     Example:
         >>> import torch
-        >>> from stagerl.utils import diag_gaussian_entropy
-        >>> round(diag_gaussian_entropy(torch.zeros(1)).item(), 4)
-        1.4189
+        >>> dist = Bernoulli((2,))
+        >>> round(dist.log_prob((torch.zeros(1, 2),), torch.tensor([[1, 0]])).item(), 4)
+        -1.3863
     """
-    return (log_std + (0.5 + _LOG_SQRT_2PI)).sum(-1)
+
+    action_dtype = np.int8  # what gymnasium's MultiBinary holds
+
+    def __init__(self, shape):
+        self.shape = tuple(int(d) for d in np.atleast_1d(shape))
+        self.n_outputs = int(np.prod(self.shape))
+        self.action_shape = self.shape
+
+    def log_prob(self, params: tuple, actions: torch.Tensor) -> torch.Tensor:
+        logits = params[0]
+        a = actions.reshape(actions.shape[0], -1).to(logits.dtype)
+        # log sigmoid(l) for 1, log sigmoid(-l) for 0
+        return -(a * F.softplus(-logits) + (1.0 - a) * F.softplus(logits)).sum(-1)
+
+    def entropy(self, params: tuple) -> torch.Tensor:
+        logits = params[0]
+        p = torch.sigmoid(logits)
+        return (p * F.softplus(-logits) + (1.0 - p) * F.softplus(logits)).sum(-1)
+
+    def kl(self, old: tuple, new: tuple) -> torch.Tensor:
+        p = torch.sigmoid(old[0])
+        log_p, log_1p = -F.softplus(-old[0]), -F.softplus(old[0])
+        log_q, log_1q = -F.softplus(-new[0]), -F.softplus(new[0])
+        return (p * (log_p - log_q) + (1.0 - p) * (log_1p - log_1q)).sum(-1)
+
+    def sample(self, out, log_std, rng, space) -> tuple:
+        n = len(out)
+        p = 1.0 / (1.0 + np.exp(-out))
+        action = (rng.random(out.shape) < p)
+        # log p for 1, log(1 - p) for 0, stably: -softplus(-l) and -softplus(l)
+        signed = np.where(action, -out, out)
+        log_prob = -np.logaddexp(0.0, signed).sum(axis=1).astype(np.float32)
+        action = action.astype(np.int8).reshape((n, *self.shape))
+        return action, action, log_prob
+
+    def mode(self, out, space) -> np.ndarray:
+        return (out > 0).astype(np.int8).reshape((len(out), *self.shape))
 
 
-def diag_gaussian_sample(
-    mean: torch.Tensor, log_std: torch.Tensor, generator: torch.Generator | None = None
-) -> torch.Tensor:
-    """A reparametrised draw ``mean + exp(log_std) * noise``, the shape of ``mean`` broadcast
-    with ``log_std``; ``generator`` (on the tensors' device) makes it reproducible.
+class DiagGaussian(ActionDistribution):
+    """``Box`` actions: a diagonal Gaussian whose mean is the head's output and whose log
+    standard deviation ``log_std`` is a learned vector, the same in every state; actions go to
+    the env clipped to the Box, and are stored unclipped.
 
     Example:
         >>> import torch
-        >>> from stagerl.utils import diag_gaussian_sample
-        >>> generator = torch.Generator().manual_seed(0)
-        >>> diag_gaussian_sample(torch.zeros(3, 2), torch.zeros(2), generator).shape
-        torch.Size([3, 2])
+        >>> dist = DiagGaussian((2,))
+        >>> params = dist.params(torch.zeros(1, 2), torch.zeros(2))
+        >>> round(dist.entropy(params).item(), 4)      # 2 * 1.4189
+        2.8379
     """
-    shape = torch.broadcast_shapes(mean.shape, log_std.shape)
-    noise = torch.randn(shape, generator=generator, device=mean.device, dtype=mean.dtype)
-    return mean + torch.exp(log_std) * noise
+
+    action_dtype = np.float32
+
+    def __init__(self, shape):
+        self.shape = tuple(int(d) for d in shape)
+        self.n_outputs = int(np.prod(self.shape))
+        self.action_shape = self.shape
+
+    def params(self, out: torch.Tensor, log_std: torch.Tensor | None) -> tuple:
+        return out, log_std
+
+    def log_prob(self, params: tuple, actions: torch.Tensor) -> torch.Tensor:
+        mean, log_std = params
+        z = (actions.reshape(mean.shape) - mean) * torch.exp(-log_std)
+        return (-0.5 * z * z - log_std - _LOG_SQRT_2PI).sum(-1)
+
+    def log_prob_entropy(self, params: tuple, actions: torch.Tensor, entropy: bool) -> tuple:
+        """Both at once (the entropy depends on ``log_std`` alone: one scalar)."""
+        log_std = params[1]
+        return self.log_prob(params, actions), \
+            (log_std + 0.5 + _LOG_SQRT_2PI).sum() if entropy else None
+
+    def entropy(self, params: tuple) -> torch.Tensor:
+        return diag_gaussian_entropy(params[1])
+
+    def kl(self, old: tuple, new: tuple) -> torch.Tensor:
+        (old_mean, old_log_std), (mean, log_std) = old, new
+        var_ratio = torch.exp(2.0 * (old_log_std - log_std))
+        mahalanobis = ((old_mean - mean) * torch.exp(-log_std)) ** 2
+        return (0.5 * (var_ratio + mahalanobis - 1.0) - (old_log_std - log_std)).sum(-1)
+
+    def sample(self, out, log_std, rng, space) -> tuple:
+        noise = rng.standard_normal(out.shape).astype(np.float32)
+        action = out + np.exp(log_std) * noise
+        log_prob = (-0.5 * noise**2 - log_std - _LOG_SQRT_2PI).sum(axis=1)
+        n = len(out)
+        action = action.reshape((n, *self.shape))
+        return np.clip(action, space.low, space.high), action, log_prob
+
+    def mode(self, out, space) -> np.ndarray:
+        return np.clip(out.reshape((len(out), *self.shape)), space.low, space.high)
 
 
-def squashed_diag_gaussian_log_prob(
-    mean: torch.Tensor, log_std: torch.Tensor, pre_tanh: torch.Tensor
-) -> torch.Tensor:
-    """The log-density of ``tanh(u)`` for ``u ~ N(mean, diag(exp(log_std)**2))`` (SAC's policy).
-
-    Uses ``log(1 - tanh(u)**2) = 2 * (log 2 - u - softplus(-2 u))``, which stays finite where
-    ``tanh(u)`` rounds to +-1 (SAC paper, appendix C; the same form as in Spinning Up).
+def action_distribution(space, who: str = "this policy") -> ActionDistribution:
+    """The :class:`ActionDistribution` of a gymnasium action space: ``Discrete`` ->
+    :class:`Categorical`, ``MultiDiscrete`` -> :class:`MultiCategorical`, ``MultiBinary`` ->
+    :class:`Bernoulli`, a float ``Box`` -> :class:`DiagGaussian`; anything else raises a
+    ``TypeError`` naming ``who``, the space and the wrapper that fixes it.
 
     Example:
-        >>> import torch
-        >>> from stagerl.utils import squashed_diag_gaussian_log_prob
-        >>> u = torch.tensor([[30.0]])
-        >>> bool(torch.isfinite(squashed_diag_gaussian_log_prob(torch.zeros(1), torch.zeros(1), u)))
-        True
+        >>> import gymnasium
+        >>> type(action_distribution(gymnasium.spaces.MultiDiscrete([3, 2]))).__name__
+        'MultiCategorical'
     """
-    log_det_jacobian = 2.0 * (_LOG_2 - pre_tanh - F.softplus(-2.0 * pre_tanh))
-    return diag_gaussian_log_prob(mean, log_std, pre_tanh) - log_det_jacobian.sum(-1)
+    import gymnasium
+
+    spaces = gymnasium.spaces
+    if isinstance(space, spaces.Discrete):
+        if int(space.start) != 0:
+            raise TypeError(f"{who} acts in Discrete spaces starting at 0, got {space}; shift "
+                            "the actions with a gymnasium ActionWrapper")
+        return Categorical(int(space.n))
+    if isinstance(space, spaces.MultiDiscrete):
+        if np.any(np.asarray(space.start) != 0):
+            raise TypeError(f"{who} acts in MultiDiscrete spaces starting at 0, got {space}; "
+                            "shift the actions with a gymnasium ActionWrapper")
+        return MultiCategorical(space.nvec)
+    if isinstance(space, spaces.MultiBinary):
+        return Bernoulli(space.shape)
+    if isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating):
+        return DiagGaussian(space.shape)
+    raise TypeError(
+        f"{who} acts in Discrete, MultiDiscrete, MultiBinary or float Box action spaces, got "
+        f"{space}; map the actions onto one of them with a gymnasium ActionWrapper (a Tuple of "
+        "Discrete spaces as one MultiDiscrete, a Dict of Boxes as one Box)")

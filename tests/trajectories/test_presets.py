@@ -130,9 +130,10 @@ def test_an_explicit_spec_wins_over_env():
 def test_env_without_known_spaces_is_refused_with_the_fix():
     gymnasium = pytest.importorskip("gymnasium")
     spaces = gymnasium.spaces
-    with pytest.raises(TypeError, match="only Discrete, Box, MultiDiscrete and MultiBinary"):
+    with pytest.raises(TypeError, match="only Discrete, Box, MultiDiscrete, MultiBinary, Dict "
+                                        "and Tuple"):
         CircularArraySARTSTraces(capacity=4, env=FakeEnv(
-            spaces.Dict({"a": spaces.Discrete(2)}), spaces.Discrete(2)))
+            spaces.Dict({"a": spaces.Text(5)}), spaces.Discrete(2)))
     with pytest.raises(TypeError, match="env= needs an env with a state"):
         CircularArraySARTSTraces(capacity=4, env=object())
 

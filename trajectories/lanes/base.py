@@ -38,12 +38,16 @@ from trajectories._casting import coerce_frames, declare_hint
 from trajectories._episode_rules import EpisodeRules, classify_push
 from trajectories.checks import require_positive_int
 from trajectories.episodes import EpisodesBuffer
+from trajectories.nested import is_nested, tree_map
 from trajectories.normalization import NormalizedTraces
 from trajectories.prioritized import CircularPrioritizedTraces
 
 __all__ = ["LanedEpisodesBuffer", "KeySet", "lane_controls", "NO_CONTROLS"]
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
+#: The dtype `_frame` gives a nested trace (a dict or tuple of leaves): its frame is the tree
+#: of its leaves' ``(dtype, frame, exact dtypes)``.
+NESTED = "nested"
 # Names a laned push may carry besides the traces: they say which lanes get what.
 _CONTROLS = frozenset(("episode_start", "lanes", "restart"))
 
@@ -260,11 +264,14 @@ class LanedEpisodesBuffer:
     def _cast_slow(self, key_set: KeySet, row: dict) -> dict:
         n, out = self.n_lanes, {}
         specs = [(name, *self._frame(name)) for name in key_set.names]
-        if all(dtype is not None for _, dtype, _, _ in specs):
+        if all(dtype is not None and not isinstance(dtype, str) for _, dtype, _, _ in specs):
             key_set.cast_plan = tuple((name, exact, (n, *frame))
                                       for name, _, frame, exact in specs)
         for name, dtype, frame, exact in specs:
             value = row[name]
+            if isinstance(dtype, str):  # NESTED (compared by value: a loaded copy's string)
+                out[name] = self._cast_nested(name, frame, value)
+                continue
             arr = np.asarray(value)
             if dtype is None:  # an elastic trace whose dtype its first value fixes
                 if arr.shape[:1] != (n,):
@@ -290,6 +297,36 @@ class LanedEpisodesBuffer:
                                  f"{arr.shape}{hint}")
             out[name] = coerce_frames(arr, dtype, frame, name)
         return out
+
+    def _cast_nested(self, name: str, specs, value):
+        """A nested value (a dict or tuple, one ``(n_lanes, *frame)`` array per leaf) cast leaf
+        by leaf, or raise naming the leaf."""
+        n = self.n_lanes
+
+        def cast(spec, leaf, where):
+            if isinstance(spec, dict):
+                if not isinstance(leaf, dict) or set(leaf) != set(spec):
+                    got = sorted(leaf) if isinstance(leaf, dict) else type(leaf).__name__
+                    raise ValueError(f"trace {where!r} takes a dict with the keys "
+                                     f"{list(spec)} per lane, got {got}")
+                return {k: cast(spec[k], leaf[k], f"{where}.{k}") for k in spec}
+            if isinstance(spec, tuple) and not isinstance(spec[0], np.dtype):
+                if not isinstance(leaf, (tuple, list)) or len(leaf) != len(spec):
+                    raise ValueError(f"trace {where!r} takes a tuple of {len(spec)} values "
+                                     f"per lane, got {type(leaf).__name__}")
+                return tuple(cast(s, v, f"{where}.{i}") for i, (s, v) in
+                             enumerate(zip(spec, leaf, strict=True)))
+            dtype, frame, exact = spec
+            if type(leaf) is np.ndarray and leaf.dtype in exact and leaf.shape == (n, *frame):
+                return leaf
+            arr = np.asarray(leaf)
+            if arr.shape != (n, *frame):
+                raise ValueError(f"trace {where!r} takes one frame of shape {frame} ({dtype}) "
+                                 f"per lane, i.e. an array of shape {(n, *frame)}, got shape "
+                                 f"{arr.shape}")
+            return coerce_frames(arr, dtype, frame, where)
+
+        return cast(specs, value, name)
 
     def push(self, *, episode_start=None, lanes=None, restart=False, **row) -> None:
         """Push one value per lane (``push_function(keys)(row)`` returns how many lanes got a
@@ -339,7 +376,10 @@ class _StepsOnly(Mapping):
     def __getitem__(self, name):
         if name in _CONTROLS:
             raise KeyError(name)
-        return np.asarray(self.step[name])[self.full]
+        value = self.step[name]
+        if is_nested(value):
+            return tree_map(lambda leaf: np.asarray(leaf)[self.full], value)
+        return np.asarray(value)[self.full]
 
     def __iter__(self):
         return (k for k in self.step if k not in _CONTROLS)

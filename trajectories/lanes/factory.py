@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from trajectories.episodes import EpisodesBuffer
 from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer
 from trajectories.lanes.per_lane import PerLaneEpisodes
@@ -46,4 +48,9 @@ def ring_layout(traces) -> bool:
     mux = [s for s in traces.slots if len(s) == 2]
     if len(mux) != 1 or mux[0][1] == "next_action" or any(len(s) > 2 for s in traces.slots):
         return False
-    return all(traces.take(name, _NO_ROWS).dtype != object for name in traces.keys())
+    return all(_known_array(traces.take(name, _NO_ROWS)) for name in traces.keys())
+
+
+def _known_array(ref) -> bool:
+    """A plain array trace whose dtype is known (nested traces go to `PerLaneEpisodes`)."""
+    return isinstance(ref, np.ndarray) and ref.dtype != object

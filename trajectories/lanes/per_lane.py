@@ -19,12 +19,14 @@ from trajectories._episode_rules import EMPTY, FULL, KEPT, PARTIAL, STARTED, STE
 from trajectories.episodes import EpisodesBuffer
 from trajectories.lanes.base import (
     _NO_ROWS,
+    NESTED,
     NO_CONTROLS,
     LanedEpisodesBuffer,
     _as_mask,
     _lane_traces,
     lane_controls,
 )
+from trajectories.nested import first_leaf, is_nested, tree_map
 
 __all__ = ["PerLaneEpisodes"]
 
@@ -98,14 +100,20 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         if len(parts) == 1:
             lane, rows = parts[0]
             out = read(self._lanes[lane], rows)
-        else:
-            chunks = [read(self._lanes[lane], rows) for lane, rows in parts]
-            if not chunks:  # no rows asked for: an empty result of the right dtype and frame
-                chunks = [read(self._lanes[0], _NO_ROWS)]
-            sorted_ = np.concatenate(chunks)
+            if is_nested(out):  # a nested trace: every leaf shaped alike
+                return tree_map(lambda leaf: leaf.reshape(idx.shape + leaf.shape[1:]), out)
+            return out.reshape(idx.shape + out.shape[1:])
+        chunks = [read(self._lanes[lane], rows) for lane, rows in parts]
+        if not chunks:  # no rows asked for: an empty result of the right dtype and frame
+            chunks = [read(self._lanes[0], _NO_ROWS)]
+
+        def ordered(*leaves):
+            sorted_ = np.concatenate(leaves)
             out = np.empty_like(sorted_)
             out[order] = sorted_
-        return out.reshape(idx.shape + out.shape[1:])
+            return out.reshape(idx.shape + out.shape[1:])
+
+        return tree_map(ordered, chunks[0], *chunks[1:])
 
     def take(self, name: str, idx) -> np.ndarray:
         """Column ``name`` at global rows ``idx`` (any shape; the result keeps it)."""
@@ -167,7 +175,10 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
                 raise TraceKeyError(f"no trace named {key!r}; the traces are {self._keys}")
             # Each lane's stored (raw) column, cut to its rows: a SARTSA lane's columns can
             # hold the row still waiting for its next action.
-            return np.concatenate([lane[key][:len(lane)] for lane in self._lanes])
+            columns = [lane[key] for lane in self._lanes]
+            return tree_map(lambda *cols: np.concatenate(
+                [c[:len(lane)] for c, lane in zip(cols, self._lanes, strict=True)]),
+                columns[0], *columns[1:])
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             n = len(self)
             i = key + n if -n <= key < 0 else key
@@ -187,10 +198,16 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         spec = self._frames.get(name)
         if spec is None:
             ref = next((r for r in (lane.take(name, _NO_ROWS) for lane in self._lanes)
-                        if r.dtype != object), None)
+                        if first_leaf(r).dtype != object), None)
             if ref is None:
                 return None, None, None
-            spec = self._frames[name] = (ref.dtype, ref.shape[1:], fast_tables(ref.dtype)[1])
+            if is_nested(ref):  # a dict or tuple of leaves: the tree of their specs
+                leaves = tree_map(lambda r: (r.dtype, r.shape[1:], fast_tables(r.dtype)[1]),
+                                  ref)
+                spec = self._frames[name] = (NESTED, leaves, None)
+            else:
+                spec = self._frames[name] = (ref.dtype, ref.shape[1:],
+                                             fast_tables(ref.dtype)[1])
         return spec
 
     def _push_row(self, key_set, row: dict) -> int:
@@ -236,7 +253,9 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         for i, k in plan:
             src, src_keys = (state_row, state_keys) if k == PARTIAL and state_row is not None \
                 else (cast, keys)
-            inserted += lanes_[i].push_function(src_keys)({name: v[i] for name, v in src.items()})
+            inserted += lanes_[i].push_function(src_keys)(
+                {name: v[i] if type(v) is np.ndarray else _lane_value(v, i)
+                 for name, v in src.items()})
         return inserted
 
     def _drop_lone_first_state(self, i: int) -> None:
@@ -284,3 +303,10 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         for lane in self._lanes:
             lane.clear(keep_running_episodes)
         self._version += 1
+
+
+def _lane_value(value, i: int):
+    """Lane ``i``'s value of a laned push's value (a nested one: of every leaf)."""
+    if is_nested(value):
+        return tree_map(lambda leaf: leaf[i], value)
+    return value[i]

@@ -14,6 +14,15 @@ from stagerl.algorithms.dqn.config import DQNConfig, check_spaces
 from stagerl.algorithms.dqn.networks import ObservationEncoder, QNetwork, mlp_body
 from stagerl.algorithms.dqn.policy import TOTAL_STEPS_MISSING, DQNPolicy
 from stagerl.algorithms.dqn.replay import make_dqn_trajectory
+from stagerl.algorithms.extractors import (
+    extractor_factory,
+    features_dim,
+    is_image_space,
+    make_extractor,
+    observation_spec,
+    sample_batch,
+    stacked_space,
+)
 from stagerl.policies.agent import Agent
 from stagerl.utils.devices import resolve_device
 
@@ -21,7 +30,8 @@ __all__ = ["make_dqn_agent", "make_q_network", "state_spec"]
 
 
 def make_dqn_agent(env: Any, config: DQNConfig, seed: int = 0, device: Any = "auto",
-                   body: torch.nn.Module | None = None) -> Agent:
+                   body: torch.nn.Module | None = None,
+                   features_extractor: Any = None) -> Agent:
     """A DQN agent for ``env`` (single or vector): the policy and its trajectory.
 
     Everything is checked here, before anything runs: the settings, the env's spaces (a
@@ -35,8 +45,12 @@ def make_dqn_agent(env: Any, config: DQNConfig, seed: int = 0, device: Any = "au
         seed: seeds the network's initialisation, ε-greedy and the replay sampler.
         device: ``"cpu"``, ``"cuda"`` or ``"auto"`` (CUDA where available).
         body: a torch module from encoded observations ``(batch, *obs_shape)`` (or stacks
-            ``(batch, stack_size, *frame)``) to features ``(batch, n)``, e.g. a CNN for images;
-            default: an MLP of ``config.net_arch`` over the flattened input.
+            ``(batch, stack_size, *frame)``) to features ``(batch, n)``, the whole body;
+            default: ``config.features_extractor`` and ``config.net_arch`` (an MLP over the
+            flattened input for vectors, the Nature CNN for frames).
+        features_extractor: a factory of the (stacked) observation space giving the module
+            that the ``net_arch`` layers follow (see :mod:`stagerl.algorithms.extractors`),
+            in place of the built-in ``config.features_extractor`` names.
 
     Example:
         >>> import stagerl as rl
@@ -65,7 +79,8 @@ def make_dqn_agent(env: Any, config: DQNConfig, seed: int = 0, device: Any = "au
     explore_seed, replay_seed = np.random.SeedSequence(int(seed)).spawn(2)
     with torch.random.fork_rng(devices=[]):  # the same seed, the same network; global rng kept
         torch.manual_seed(int(seed))
-        network = make_q_network(state_space, int(action_space.n), config, body)
+        network = make_q_network(state_space, int(action_space.n), config, body,
+                                 features_extractor)
     policy = DQNPolicy(network, config, int(action_space.start), num_envs,
                        np.random.default_rng(explore_seed), device)
     state = state_spec(state_space)
@@ -76,28 +91,53 @@ def make_dqn_agent(env: Any, config: DQNConfig, seed: int = 0, device: Any = "au
     return Agent(policy, trajectory)
 
 
-def state_spec(space: Any) -> tuple[Any, tuple[int, ...]]:
-    """The ``(dtype, shape)`` a state trace stores observations of ``space`` in: Discrete as
-    int64 indices, float Boxes as float32, other arrays in their own dtype."""
-    if isinstance(space, gymnasium.spaces.Discrete):
-        return np.int64, ()
-    dtype = np.float32 if np.dtype(space.dtype).kind == "f" else np.dtype(space.dtype)
-    return dtype, tuple(space.shape)
+def state_spec(space: Any) -> Any:
+    """The spec a state trace stores observations of ``space`` in (see
+    :func:`~stagerl.algorithms.extractors.observation_spec`)."""
+    return observation_spec(space)
 
 
 def make_q_network(space: Any, n_actions: int, config: DQNConfig,
-                   body: torch.nn.Module | None = None) -> QNetwork:
+                   body: torch.nn.Module | None = None,
+                   features_extractor: Any = None) -> QNetwork:
     """The Q-network the settings ask for, on the CPU (its initialisation uses torch's rng)."""
-    encoder = ObservationEncoder.for_space(space)
-    frame = (int(space.n),) if isinstance(space, gymnasium.spaces.Discrete) else space.shape
-    shape = frame if config.stack_size == 1 else (config.stack_size, *frame)
+    factory = None
     if body is None:
-        body = mlp_body(int(np.prod(shape)), config.net_arch)
+        factory = features_extractor if features_extractor is not None else \
+            _builtin(config.features_extractor, space, config.stack_size)
+    if factory is None:  # the encoder turns observations into floats, the MLP reads them
+        encoder = ObservationEncoder.for_space(space)
+        frame = (int(space.n),) if isinstance(space, gymnasium.spaces.Discrete) else space.shape
+        shape = frame if config.stack_size == 1 else (config.stack_size, *frame)
+        if body is None:
+            body = mlp_body(int(np.prod(shape)), config.net_arch)
+        dummy = torch.zeros((1, *shape))  # as the encoder gives it
+        encoder_of_dummy = None
+    else:  # the extractor reads the observations as stored (pixels, one-hot, dicts)
+        encoder = ObservationEncoder("raw")
+        network_space = stacked_space(space, config.stack_size) \
+            if isinstance(space, gymnasium.spaces.Box) else space
+        extractor = make_extractor(factory, network_space, "make_dqn_agent")
+        hidden = mlp_body(features_dim(extractor, network_space), config.net_arch)[1:]
+        body = torch.nn.Sequential(extractor, *hidden)
+        dummy = encoder_of_dummy = sample_batch(network_space)
     with torch.no_grad():
-        dummy = torch.zeros((1, *shape))
-        features = body(dummy)
+        features = body(dummy if encoder_of_dummy is None else encoder(dummy))
     if features.dim() != 2:
+        shape = tuple(dummy.shape) if isinstance(dummy, torch.Tensor) else "nested"
         raise ValueError(f"body must return (batch, features), got shape {tuple(features.shape)} "
-                         f"for an input of shape {tuple(dummy.shape)}")
+                         f"for an input of shape {shape}")
     return QNetwork(body, features.shape[1], n_actions, encoder, config.dueling,
                     config.n_atoms if config.distributional else 1, config.v_min, config.v_max)
+
+
+def _builtin(name: str, space: Any, stack_size: int) -> Any:
+    """The factory a built-in extractor name stands for (``None``: the encoder and MLP, as for
+    vectors)."""
+    network_space = stacked_space(space, stack_size) \
+        if isinstance(space, gymnasium.spaces.Box) else space
+    if name in ("auto", "mlp") and not isinstance(space, (gymnasium.spaces.Dict,
+                                                           gymnasium.spaces.Tuple)):
+        if name == "mlp" or not is_image_space(network_space):
+            return None
+    return extractor_factory(name, network_space)

@@ -19,6 +19,7 @@ from stagerl.algorithms._checks import (
     settings_name,
     single_spaces,
 )
+from stagerl.algorithms.extractors import check_extractor_name
 from stagerl.algorithms.schedules import SCHEDULES
 
 __all__ = ["DQNConfig", "check_spaces"]
@@ -61,6 +62,11 @@ class DQNConfig(Settings):
         distributional: C51: a distribution over ``n_atoms`` returns in ``[v_min, v_max]``.
         stack_size: the last ``stack_size`` observations (frames) form the network's input.
         adam_eps: Adam's epsilon.
+        features_extractor: the body before the ``net_arch`` layers: ``"auto"`` (the Nature CNN
+            for frames, a combined extractor for Dict and Tuple observations, none for
+            vectors), ``"mlp"``, ``"nature_cnn"`` or ``"combined"`` (see
+            ``stagerl.algorithms.extractors``; a factory of your own goes to
+            ``make_dqn_agent``).
 
     Example:
         >>> DQNConfig(total_steps=10_000, double=True).gradient_steps
@@ -102,6 +108,7 @@ class DQNConfig(Settings):
     v_max: float = 10.0
     stack_size: int = 1
     adam_eps: float = 1e-8
+    features_extractor: str = "auto"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -126,6 +133,7 @@ class DQNConfig(Settings):
         check_net_arch(self)
         check_choice(self, "loss", ("huber", "mse"))
         check_choice(self, "learning_rate_schedule", SCHEDULES)
+        check_extractor_name(settings_name(self), self.features_extractor)
         if self.distributional and self.loss != "huber":
             raise ValueError(f"{settings_name(self)}: distributional=True learns by "
                              f"cross-entropy; leave loss at its default, got loss={self.loss!r}")
@@ -148,13 +156,19 @@ def check_spaces(env: Any, config: Any) -> tuple[gymnasium.spaces.Discrete, Any,
     if not isinstance(action_space, gymnasium.spaces.Discrete):
         raise TypeError(
             f"DQN needs a Discrete action space, got {action_space}; for MultiDiscrete or "
-            "MultiBinary actions use PPO, or flatten them into one Discrete space")
-    if not isinstance(state_space, (gymnasium.spaces.Box, gymnasium.spaces.Discrete,
-                                    gymnasium.spaces.MultiBinary)):
+            "MultiBinary actions use PPO, A2C, VPG or TRPO, or map the actions onto one "
+            "Discrete space with a gymnasium ActionWrapper (one index per combination)")
+    if not _readable(state_space):
         raise TypeError(
-            f"DQN takes Box, Discrete or MultiBinary observations, got {state_space}; flatten "
-            "them with gymnasium.wrappers.FlattenObservation (or pass a body= network that reads "
+            f"DQN takes Box, Discrete, MultiDiscrete or MultiBinary observations (or a Dict or "
+            f"Tuple of them), got {state_space}; flatten them with "
+            "gymnasium.wrappers.FlattenObservation (or pass a features_extractor that reads "
             "them)")
+    if config.stack_size > 1 and isinstance(state_space, (gymnasium.spaces.Dict,
+                                                          gymnasium.spaces.Tuple)):
+        raise TypeError(
+            f"stack_size={config.stack_size} stacks frames, got the observation space "
+            f"{state_space}; leave stack_size at 1 for Dict and Tuple observations")
     if config.prioritized and num_envs > 1:
         raise ValueError(
             f"prioritized replay is not supported with a vector env ({num_envs} sub-envs): the "
@@ -168,3 +182,13 @@ def check_spaces(env: Any, config: Any) -> tuple[gymnasium.spaces.Discrete, Any,
             f"for stack_size={config.stack_size} (each sampled row needs {needed}); raise "
             "buffer_size")
     return action_space, state_space, num_envs
+
+
+def _readable(space: Any) -> bool:
+    spaces = gymnasium.spaces
+    if isinstance(space, spaces.Dict):
+        return all(_readable(s) for s in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return all(_readable(s) for s in space.spaces)
+    return isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
+                              spaces.MultiBinary))

@@ -4,8 +4,9 @@ A :class:`QNetwork` is ``encoder -> body -> head``:
 
 * the encoder turns stored observations into floats (one-hot for ``Discrete`` states, ``/255``
   for ``uint8`` images), so batches travel to the device in their compact stored dtype;
-* the body is an MLP over the flattened observation (or stack of frames) by default, or any
-  module given (a CNN for images);
+* the body is an MLP over the flattened observation (or stack of frames) by default, or a
+  feature extractor (``stagerl.algorithms.extractors``: the Nature CNN for frames, a combined
+  extractor for Dict observations, or the user's) followed by the ``net_arch`` layers;
 * the head is plain (one value per action), dueling (``V(s) + A(s, a) - mean_a A(s, a)``) or
   distributional (C51: ``n_atoms`` logits per action over a fixed support of returns).
 
@@ -17,7 +18,6 @@ the same action values in ~8 us; the policy refreshes it after every burst of gr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import gymnasium
 import numpy as np
@@ -25,12 +25,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["ObservationEncoder", "QNetwork", "NumpyQNetwork", "FrameStack", "mlp_body"]
+__all__ = ["ObservationEncoder", "QNetwork", "NumpyQNetwork", "mlp_body"]
 
 
 class ObservationEncoder(nn.Module):
     """Stored observations to float inputs: ``"one_hot"`` (``Discrete``), ``"image"`` (``uint8``
-    pixels scaled to [0, 1]) or ``"float"`` (a cast, free for float32).
+    pixels scaled to [0, 1]), ``"float"`` (a cast, free for float32) or ``"raw"`` (as stored:
+    a feature extractor reads them, and scales pixels itself).
 
     Example:
         >>> import torch
@@ -40,8 +41,9 @@ class ObservationEncoder(nn.Module):
 
     def __init__(self, kind: str = "float", n: int = 0, start: int = 0):
         super().__init__()
-        if kind not in ("float", "one_hot", "image"):
-            raise ValueError(f'kind must be "float", "one_hot" or "image", got kind={kind!r}')
+        if kind not in ("float", "one_hot", "image", "raw"):
+            raise ValueError(f'kind must be "float", "one_hot", "image" or "raw", got '
+                             f'kind={kind!r}')
         self.kind, self.n, self.start = kind, int(n), int(start)
 
     @classmethod
@@ -54,6 +56,8 @@ class ObservationEncoder(nn.Module):
         return cls("float")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kind == "raw":
+            return x
         if self.kind == "one_hot":
             return F.one_hot(x.long() - self.start, self.n).float()
         if self.kind == "image":
@@ -204,30 +208,3 @@ class NumpyQNetwork:
             p = np.exp(out - out.max(axis=-1, keepdims=True))
             return (p * self.support).sum(axis=-1) / p.sum(axis=-1)
         return out
-
-
-class FrameStack:
-    """The last ``k`` observations of each sub-env, for acting on stacked frames.
-
-    An episode's first observation fills the whole stack (training never sees those padded
-    stacks: the sampler draws only rows with ``k`` frames of their own episode).
-    """
-
-    def __init__(self, k: int):
-        self.k = int(k)
-        self.frames: np.ndarray | None = None
-
-    def start(self) -> None:
-        """A new episode: the next observation fills the stack."""
-        self.frames = None
-
-    def observe(self, states: np.ndarray, starts: Any) -> np.ndarray:
-        states = np.asarray(states)
-        if self.frames is None or self.frames.shape[0] != states.shape[0]:
-            self.frames = np.repeat(states[:, None], self.k, axis=1)
-            return self.frames
-        self.frames[:, :-1] = self.frames[:, 1:]
-        self.frames[:, -1] = states
-        if starts is not None and np.any(starts):
-            self.frames[starts] = states[starts][:, None]
-        return self.frames

@@ -30,17 +30,19 @@ import torch
 
 from stagerl.algorithms._checks import changed_settings
 from stagerl.algorithms.dqn.config import DQNConfig
-from stagerl.algorithms.dqn.networks import FrameStack, NumpyQNetwork, QNetwork
+from stagerl.algorithms.dqn.networks import NumpyQNetwork, QNetwork
 from stagerl.algorithms.schedules import scheduled
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan
 from stagerl.core.env import VectorEnv
 from stagerl.core.policy import Policy
 from stagerl.core.stages import PreEpisodeStage
+from stagerl.envs.frame_stack import FrameStacker
 from stagerl.policies.approximators import Approximator, TargetNetwork
 from stagerl.policies.explorers import EpsilonGreedyExplorer
 from stagerl.policies.weights import get_weights, set_env_steps, set_weights, weights_on_cpu
 from stagerl.utils.devices import resolve_device
+from trajectories.nested import tree_map
 
 __all__ = ["DQNPolicy", "TOTAL_STEPS_MISSING"]
 
@@ -107,7 +109,9 @@ class DQNPolicy(Policy):
         self.changed_since_sync = False  # a gradient step since the last target update
         self.acting_network = NumpyQNetwork.of(network)  # None: act through torch
         self._acting_stale = False
-        self._frames = {False: FrameStack(config.stack_size), True: FrameStack(config.stack_size)}
+        # The stacks acted on (training, evaluation): the sampler's windows of the same frames.
+        self._frames = {False: FrameStacker(config.stack_size),
+                        True: FrameStacker(config.stack_size)}
         self.to(self.device)
 
     @property
@@ -149,9 +153,11 @@ class DQNPolicy(Policy):
                 self.acting_network.refresh()
                 self._acting_stale = False
             return self.acting_network.q_values(state, single)
-        x = torch.as_tensor(np.asarray(state), device=self.device)
+        x = tree_map(lambda leaf: torch.as_tensor(np.asarray(leaf), device=self.device), state)
+        if single:
+            x = tree_map(lambda leaf: leaf[None], x)
         with torch.no_grad():
-            values = self.network.q_values(x[None] if single else x).cpu().numpy()
+            values = self.network.q_values(x).cpu().numpy()
         return values[0] if single else values
 
     def act(self, state: Any, n: int | None = None) -> Any:
@@ -170,9 +176,10 @@ class DQNPolicy(Policy):
             return self.action_start + int(np.argmax(self.q_values(state)))
         return self.action_start + np.argmax(self.q_values(state, single=False), axis=1)
 
-    def stacked(self, states: np.ndarray, starts: Any) -> np.ndarray:
-        """The last ``stack_size`` frames of each sub-env (``states`` has a sub-env axis)."""
-        return self._frames[bool(self.deterministic)].observe(states, starts)
+    def stacked(self, env: Any) -> np.ndarray:
+        """The last ``stack_size`` frames of the env (of each sub-env): what the policy acts on,
+        the stacks the replay sampler gives for the same rows."""
+        return self._frames[bool(self.deterministic)].observe(env)
 
     def update_target_if_due(self) -> None:
         due = self.env_steps // self.config.target_update_interval
@@ -209,7 +216,7 @@ class DQNPolicy(Policy):
 def _plan_dqn(policy: DQNPolicy, env):
     state = env.state
     if policy.config.stack_size > 1:
-        state = policy.stacked(np.asarray(state)[None], None)[0]
+        state = policy.stacked(env)
     if policy.deterministic:  # evaluation: greedy, nothing drawn, no step counted
         return policy.greedy(state)
     return policy.act(state)
@@ -219,7 +226,7 @@ def _plan_dqn(policy: DQNPolicy, env):
 def _plan_dqn_vector(policy: DQNPolicy, env: VectorEnv):
     state = env.state  # one row per sub-env: one forward pass for all, unless all explore
     if policy.config.stack_size > 1:
-        state = policy.stacked(state, env.episode_start)
+        state = policy.stacked(env)
     if policy.deterministic:
         return policy.greedy(state, env.num_envs)
     return policy.act(state, env.num_envs)

@@ -28,6 +28,7 @@ from trajectories import (
     NStepBatchSampler,
     Trajectory,
 )
+from trajectories.nested import tree_map
 
 __all__ = ["BurstSampler", "Burst", "DiscountedNStepSampler", "make_dqn_trajectory",
            "as_tensors", "importance_weights", "write_priorities"]
@@ -85,7 +86,8 @@ class Burst:
             return
         size = self.batch_size
         for start in range(0, self.n_batches * size, size):
-            yield {name: column[start:start + size] for name, column in self.rows.items()}
+            yield {name: tree_map(lambda c: c[start:start + size], column)  # noqa: B023
+                   for name, column in self.rows.items()}
 
 
 class BurstSampler:
@@ -179,7 +181,7 @@ def as_tensors(batch: dict, device: torch.device, action_start: int = 0,
         t = torch.from_numpy(np.ascontiguousarray(value))
         return t.pin_memory().to(device, non_blocking=True) if cuda else t.to(device)
 
-    out = {name: tensor(batch[name]) for name in ("state", "next_state", "reward")}
+    out = {name: tree_map(tensor, batch[name]) for name in ("state", "next_state", "reward")}
     action = batch["action"]
     out["action"] = tensor(action - action_start if action_start else action)
     out["terminal"] = tensor(batch["terminal"].astype(np.float32))

@@ -21,6 +21,7 @@ from stagerl.algorithms.torch_state import denormals_flushed
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise
 from stagerl.core.stages import PostActStage
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
+from trajectories.nested import tree_map
 
 __all__ = ["learn_burst", "td_target", "dqn_update", "clip_grad_norm", "project_distribution"]
 
@@ -76,7 +77,8 @@ def learn_burst(policy: DQNPolicy, burst: Burst, trajectory: Any) -> None:
 def _parts(rows: dict, batch_size: int, about: int = 1024) -> list[dict]:
     size = batch_size * max(1, about // batch_size)
     total = rows["reward"].shape[0]
-    return [{name: v[i:i + size] for name, v in rows.items()} for i in range(0, total, size)]
+    return [{name: tree_map(lambda c: c[i:i + size], v)  # noqa: B023
+             for name, v in rows.items()} for i in range(0, total, size)]
 
 
 @torch.no_grad()

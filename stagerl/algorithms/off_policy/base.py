@@ -24,16 +24,27 @@ from stagerl.algorithms._checks import (
     check_ints,
     check_net_arch,
     check_numbers,
+    settings_name,
     single_spaces,
+)
+from stagerl.algorithms.extractors import (
+    check_extractor_name,
+    extractor_factory,
+    features_dim,
+    input_dtypes,
+    make_extractor,
+    observation_spec,
 )
 from stagerl.algorithms.off_policy.networks import BoxScale
 from stagerl.algorithms.off_policy.replay import make_replay_trajectory
 from stagerl.algorithms.torch_state import generator_moved, generator_on, move_fused_adam_steps
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, plan
+from stagerl.core.env import VectorEnv
 from stagerl.core.policy import Policy
 from stagerl.policies.agent import Agent
 from stagerl.policies.weights import get_weights, set_env_steps, set_weights, weights_on_cpu
 from stagerl.utils.devices import resolve_device
+from trajectories.nested import tree_map
 
 __all__ = ["ReplayConfig", "ContinuousPolicy", "check_continuous_env", "make_continuous_agent"]
 
@@ -55,6 +66,12 @@ class ReplayConfig(Settings):
         gradient_steps: gradient steps per update.
         net_arch: hidden sizes of the actor's and each critic's MLP.
         n_critics: critics whose minimum bootstraps the target (2: clipped double Q).
+        features_extractor: the body before the MLPs: ``"auto"`` (the Nature CNN for images, a
+            combined extractor for Dict and Tuple observations, none for vectors), ``"mlp"``,
+            ``"nature_cnn"`` or ``"combined"`` (see ``stagerl.algorithms.extractors``; a
+            factory of your own goes to the agent's maker).
+        share_features_extractor: the critics read the actor's extractor (both losses train
+            it), or each has its own (SB3's default).
 
     Example:
         >>> ReplayConfig(gamma=1.5)
@@ -73,9 +90,12 @@ class ReplayConfig(Settings):
     gradient_steps: int = 1
     net_arch: tuple[int, ...] = (256, 256)
     n_critics: int = 2
+    features_extractor: str = "auto"
+    share_features_extractor: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_extractor_name(settings_name(self), self.features_extractor)
         check_ints(self, "buffer_size", "batch_size", "train_freq", "gradient_steps",
                    "n_critics")
         check_ints(self, "learning_starts", low=0)
@@ -85,11 +105,11 @@ class ReplayConfig(Settings):
         check_net_arch(self)
 
 
-def check_continuous_env(env: Any, algorithm: str) -> tuple[gymnasium.spaces.Box,
-                                                            gymnasium.spaces.Box]:
+def check_continuous_env(env: Any, algorithm: str) -> tuple[gymnasium.spaces.Box, Any]:
     """The env's single-env action and observation spaces, refused where ``algorithm`` cannot
-    take them: actions must be a bounded float ``Box`` of one axis, observations a float or
-    int ``Box`` of one axis.
+    take them: actions must be a bounded float ``Box`` of one axis; observations a ``Box`` of
+    any shape, ``Discrete``, ``MultiDiscrete``, ``MultiBinary``, or a ``Dict`` or ``Tuple`` of
+    them (a feature extractor reads all but flat vectors).
 
     Example:
         >>> import stagerl as rl
@@ -107,7 +127,8 @@ def check_continuous_env(env: Any, algorithm: str) -> tuple[gymnasium.spaces.Box
             f"{algorithm} acts in continuous (Box) action spaces, got {action_space}; for "
             "discrete actions use DQN or PPO (in stagerl.algorithms)")
     if not np.issubdtype(action_space.dtype, np.floating):
-        raise TypeError(f"{algorithm} needs a float Box action space, got {action_space}")
+        raise TypeError(f"{algorithm} needs a float Box action space, got {action_space}; "
+                        "map the actions onto a float Box with a gymnasium ActionWrapper")
     if len(action_space.shape) != 1:
         raise ValueError(
             f"{algorithm} needs actions on one axis, got the action space {action_space}; "
@@ -117,10 +138,11 @@ def check_continuous_env(env: Any, algorithm: str) -> tuple[gymnasium.spaces.Box
             f"{algorithm} squashes its actions into the action space's bounds, but {action_space}"
             " is unbounded; give it finite bounds, e.g. with gymnasium.wrappers.ClipAction or "
             "RescaleAction(env, -1.0, 1.0) on an env whose actions are meaningful there")
-    if not isinstance(state_space, gymnasium.spaces.Box) or len(state_space.shape) != 1:
+    if not readable_observations(state_space):
         raise TypeError(
-            f"{algorithm} reads observations as one flat vector (a Box of one axis), got "
-            f"{state_space}; flatten them with gymnasium.wrappers.FlattenObservation")
+            f"{algorithm} reads Box, Discrete, MultiDiscrete or MultiBinary observations (or a "
+            f"Dict or Tuple of them), got {state_space}; flatten them with "
+            "gymnasium.wrappers.FlattenObservation")
     return action_space, state_space
 
 
@@ -160,8 +182,8 @@ class ContinuousPolicy(Policy):
     config_class: type = object
     saved_modules: tuple[str, ...] = ("actor", "critic", "critic_target")
 
-    def __init__(self, state_space: gymnasium.spaces.Box, action_space: gymnasium.spaces.Box,
-                 config: Any, seed: int, device: Any):
+    def __init__(self, state_space: Any, action_space: gymnasium.spaces.Box,
+                 config: Any, seed: int, device: Any, features_extractor: Any = None):
         self.config = config
         self.device = resolve_device(device)
         network_seed, numpy_seed, torch_seed = np.random.SeedSequence(seed).generate_state(3)
@@ -169,12 +191,42 @@ class ContinuousPolicy(Policy):
         self.scale = BoxScale(action_space)
         self._centre = np.asarray((action_space.high + action_space.low) / 2, np.float32)
         self._half_range = np.asarray((action_space.high - action_space.low) / 2, np.float32)
-        self.state_shape, self.action_shape = tuple(state_space.shape), tuple(action_space.shape)
+        self.state_shape, self.action_shape = tuple(state_space.shape or ()), \
+            tuple(action_space.shape)
+        self.state_spec = observation_spec(state_space)
+        reads_features = self.extractor_factory(state_space, features_extractor) is not None
+        self._input_dtypes = input_dtypes(state_space, reads_features)
         self.rng = np.random.default_rng(int(numpy_seed))
         self.generator = generator_on(self.device, int(torch_seed))
         self.env_steps = 0
         self.n_updates = 0
         self.last_update: dict[str, torch.Tensor] = {}
+
+    def extractor_factory(self, state_space: Any, given: Any = None) -> Any:
+        """The extractor factory: ``given`` (the maker's ``features_extractor``), else the one
+        the settings name; ``None`` for vectors the MLPs read as they are."""
+        if given is not None:
+            return given
+        return extractor_factory(getattr(self.config, "features_extractor", "auto"),
+                                 state_space)
+
+    def make_extractor(self, factory: Any, state_space: Any) -> tuple:
+        """``(a new extractor from factory, its number of features)``, or ``(None, the flat
+        size)`` without a factory. Call it inside the networks' seeded block."""
+        if factory is None:
+            return None, int(np.prod(state_space.shape))
+        extractor = make_extractor(factory, state_space, self.maker)
+        return extractor, features_dim(extractor, state_space)
+
+    def states_tensor(self, states: Any) -> Any:
+        """A batch of observations as tensors on the device, in the dtypes the networks read
+        (float32; ``uint8`` pixels and discrete observations as they are for an extractor);
+        nested ones leaf by leaf."""
+        if isinstance(states, (dict, tuple)):
+            return tree_map(lambda leaf, dtype: torch.as_tensor(leaf, dtype=dtype,
+                                                                device=self.device),
+                            states, self._input_dtypes)
+        return torch.as_tensor(states, dtype=self._input_dtypes, device=self.device)
 
     def unit_actions(self, states: np.ndarray) -> np.ndarray:
         """Actions in ``[-1, 1]`` for a batch of states."""
@@ -202,8 +254,10 @@ class ContinuousPolicy(Policy):
 
     def validate(self, env: Any) -> None:
         action_space, state_space = check_continuous_env(env, self.algorithm)
+        spec = self.__dict__.get("state_spec")  # (policies saved before it was kept: shapes)
         if tuple(action_space.shape) != self.action_shape or \
-                tuple(state_space.shape) != self.state_shape:
+                tuple(state_space.shape or ()) != self.state_shape or \
+                (spec is not None and observation_spec(state_space) != spec):
             raise ValueError(
                 f"this {self.algorithm} policy acts on states {self.state_shape} with actions "
                 f"{self.action_shape}, the env has {state_space.shape} and {action_space.shape}; "
@@ -233,29 +287,41 @@ class ContinuousPolicy(Policy):
                 f"device={str(self.device)!r})")
 
 
+def readable_observations(space: Any) -> bool:
+    """Observations the actor and critics can read (through an extractor but for vectors)."""
+    spaces = gymnasium.spaces
+    if isinstance(space, spaces.Dict):
+        return all(readable_observations(s) for s in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return all(readable_observations(s) for s in space.spaces)
+    return isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
+                              spaces.MultiBinary))
+
+
 @plan.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _plan_continuous(policy: ContinuousPolicy, env):
     # One row per sub-env on a vector env, one state otherwise: one forward pass either way.
-    states = np.asarray(env.state, dtype=np.float32)
-    single = states.ndim == 1
-    if single:
-        states = states[None]
+    single = not isinstance(env, VectorEnv)
+    states = tree_map(lambda leaf: np.asarray(leaf)[None], env.state) if single else env.state
+    n = 1 if single else env.num_envs
     if policy.deterministic:  # evaluation: nothing drawn, no step counted
         unit = policy.unit_actions(states)
     else:
         if policy.env_steps < policy.config.learning_starts:  # warm-up, as SB3: uniform
-            unit = policy.rng.uniform(-1.0, 1.0, (len(states), *policy.action_shape))
+            unit = policy.rng.uniform(-1.0, 1.0, (n, *policy.action_shape))
         else:
             unit = policy.explore(states)
-        policy.env_steps += len(states)
+        policy.env_steps += n
     actions = policy.to_env(unit).astype(np.float32, copy=False)
     return actions[0] if single else actions
 
 
 def make_continuous_agent(policy_class: type[ContinuousPolicy], env: Any, config: Any,
-                          seed: int, device: Any) -> Agent:
+                          seed: int, device: Any, features_extractor: Any = None) -> Agent:
     """An ``Agent`` pairing a ``policy_class`` policy for ``env`` with its replay trajectory,
-    after checking the config's type, the seed and the env (see ``make_sac_agent``)."""
+    after checking the config's type, the seed and the env (see ``make_sac_agent``);
+    ``features_extractor`` (a factory of the observation space) replaces the one the settings
+    name."""
     if not isinstance(config, policy_class.config_class):
         raise TypeError(f"{policy_class.maker} needs a {policy_class.config_class.__name__}, "
                         f"got {type(config).__name__}")
@@ -263,7 +329,8 @@ def make_continuous_agent(policy_class: type[ContinuousPolicy], env: Any, config
     action_space, state_space = check_continuous_env(env, policy_class.algorithm)
     device = resolve_device(device)
     policy_seed, sampler_seed = np.random.SeedSequence(seed).generate_state(2)
-    policy = policy_class(state_space, action_space, config, int(policy_seed), device)
+    policy = policy_class(state_space, action_space, config, int(policy_seed), device,
+                          features_extractor)
     trajectory = make_replay_trajectory(
         state_space, action_space, config.buffer_size, config.batch_size, config.learning_starts,
         config.train_freq, config.gradient_steps, rng=int(sampler_seed), device=device)

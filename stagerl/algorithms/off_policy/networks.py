@@ -70,10 +70,13 @@ class InplaceReLU(nn.ReLU):
 
 
 class Critics(nn.Module):
-    """``n`` Q-networks ``Q_i(s, a)``, each an MLP over the concatenated state and action.
+    """``n`` Q-networks ``Q_i(s, a)``, each an MLP over the concatenated state (or its features)
+    and action.
 
     ``critics(state_BS, action_BA)`` gives every critic's values as one ``(n, B)`` tensor (SAC and
     TD3 take the minimum over the first axis); ``critics.first(...)`` only ``Q_1``'s, ``(B,)``.
+    With an ``extractor`` (one for the ``n`` networks, as SB3's critic), the state goes through
+    it first and ``state_dim`` is its number of features.
 
     Example:
         >>> import torch
@@ -82,17 +85,25 @@ class Critics(nn.Module):
         torch.Size([2, 5])
     """
 
-    def __init__(self, state_dim: int, action_dim: int, net_arch: tuple[int, ...], n: int = 2):
+    def __init__(self, state_dim: int, action_dim: int, net_arch: tuple[int, ...], n: int = 2,
+                 extractor: nn.Module | None = None):
         super().__init__()
+        if extractor is not None:
+            self.extractor = extractor
         self.q_networks = nn.ModuleList(
             mlp(state_dim + action_dim, net_arch, 1, activation=InplaceReLU) for _ in range(n))
 
+    def _input(self, state: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        extractor = self._modules.get("extractor")
+        features = state if extractor is None else extractor(state)
+        return torch.cat([features, action], dim=-1)
+
     def forward(self, state: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        x = torch.cat([state, action], dim=-1)
+        x = self._input(state, action)
         return torch.stack([q(x).squeeze(-1) for q in self.q_networks])
 
     def first(self, state: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        return self.q_networks[0](torch.cat([state, action], dim=-1)).squeeze(-1)
+        return self.q_networks[0](self._input(state, action)).squeeze(-1)
 
 
 @contextmanager

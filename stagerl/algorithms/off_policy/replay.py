@@ -12,6 +12,7 @@ import gymnasium
 import numpy as np
 import torch
 
+from stagerl.algorithms.extractors import observation_spec
 from stagerl.algorithms.torch_state import denormals_flushed
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
 from trajectories import (
@@ -21,6 +22,7 @@ from trajectories import (
     MultiBatchSampler,
     Trajectory,
 )
+from trajectories.nested import tree_map
 
 __all__ = ["first_update_at", "make_replay_trajectory", "learn_from_replay",
            "report_last_update", "REPORT_EVERY_N_UPDATES"]
@@ -37,7 +39,7 @@ def first_update_at(learning_starts: int, train_freq: int) -> int:
     return (learning_starts // train_freq + 1) * train_freq
 
 
-def make_replay_trajectory(state_space: gymnasium.spaces.Box, action_space: gymnasium.spaces.Box,
+def make_replay_trajectory(state_space: Any, action_space: gymnasium.spaces.Box,
                            buffer_size: int, batch_size: int, learning_starts: int,
                            train_freq: int, gradient_steps: int, rng: Any = None,
                            device: Any = None) -> Trajectory:
@@ -56,7 +58,7 @@ def make_replay_trajectory(state_space: gymnasium.spaces.Box, action_space: gymn
     """
     traces = CircularArraySARTSTraces(
         capacity=buffer_size,
-        state=(np.float32, state_space.shape),
+        state=observation_spec(state_space),
         action=(np.float32, action_space.shape),
         reward=(np.float32, ()),
         terminal=(np.bool_, ()),
@@ -77,7 +79,7 @@ def learn_from_replay(policy: Any, trajectory: Any,
     for batches in trajectory:
         with denormals_flushed(policy.device):
             for batch in batches:
-                update(policy, {k: torch.as_tensor(v, device=policy.device)
+                update(policy, {k: tree_map(lambda v: torch.as_tensor(v, device=policy.device), v)
                                 for k, v in batch.items()})
     every = REPORT_EVERY_N_UPDATES
     if policy.n_updates // every > before // every and is_logging_scalars():

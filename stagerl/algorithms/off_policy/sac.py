@@ -114,9 +114,12 @@ class SquashedGaussianActor(nn.Module):
 
     LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 
-    def __init__(self, state_dim: int, action_dim: int, net_arch: tuple[int, ...]):
+    def __init__(self, state_dim: int, action_dim: int, net_arch: tuple[int, ...],
+                 extractor: nn.Module | None = None):
         super().__init__()
-        self.net = mlp(state_dim, net_arch, 2 * action_dim, activation=InplaceReLU)
+        net = mlp(state_dim, net_arch, 2 * action_dim, activation=InplaceReLU)
+        # With an extractor, state_dim is its number of features and it reads the states first.
+        self.net = net if extractor is None else nn.Sequential(extractor, net)
 
     def forward(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mean, log_std = self.net(state).chunk(2, dim=-1)
@@ -165,21 +168,28 @@ class SACPolicy(ContinuousPolicy):
 
     algorithm, maker, config_class = "SAC", "make_sac_agent", SACConfig
 
-    def __init__(self, state_space: gymnasium.spaces.Box, action_space: gymnasium.spaces.Box,
-                 config: SACConfig | None = None, seed: int = 0, device: Any = "cpu"):
+    def __init__(self, state_space: Any, action_space: gymnasium.spaces.Box,
+                 config: SACConfig | None = None, seed: int = 0, device: Any = "cpu",
+                 features_extractor: Any = None):
         config = SACConfig() if config is None else config
-        super().__init__(state_space, action_space, config, seed, device)
-        state_dim, action_dim = int(state_space.shape[0]), int(action_space.shape[0])
+        super().__init__(state_space, action_space, config, seed, device, features_extractor)
+        action_dim = int(action_space.shape[0])
         with torch.random.fork_rng(devices=[]):  # the same networks for a seed, on any device
             torch.manual_seed(self.network_seed)
-            self.actor = SquashedGaussianActor(state_dim, action_dim, config.net_arch)
-            self.critic = Critics(state_dim, action_dim, config.net_arch, config.n_critics)
+            factory = self.extractor_factory(state_space, features_extractor)
+            extractor, state_dim = self.make_extractor(factory, state_space)
+            self.actor = SquashedGaussianActor(state_dim, action_dim, config.net_arch, extractor)
+            critic_extractor = extractor if config.share_features_extractor else \
+                self.make_extractor(factory, state_space)[0]
+            self.critic = Critics(state_dim, action_dim, config.net_arch, config.n_critics,
+                                  critic_extractor)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         initial, learned = config.entropy_coefficient()
         self.learns_ent_coef = learned
         self.log_ent_coef = nn.Parameter(torch.tensor(math.log(initial)), requires_grad=learned)
         self.target_entropy = config.target_entropy_value(action_dim)
-        parameters = [*self.actor.parameters(), *self.critic.parameters()]
+        parameters = list({id(p): p for p in [*self.actor.parameters(),
+                                               *self.critic.parameters()]}.values())
         if learned:
             parameters.append(self.log_ent_coef)
         self.to(self.device)
@@ -197,8 +207,7 @@ class SACPolicy(ContinuousPolicy):
         """Actions in ``[-1, 1]`` for a batch of states: sampled, or ``tanh(mean)`` while
         ``deterministic`` (nothing drawn)."""
         with torch.no_grad():
-            x = torch.as_tensor(states, dtype=torch.float32, device=self.device)
-            mean, log_std = self.actor(x)
+            mean, log_std = self.actor(self.states_tensor(states))
             if self.deterministic:
                 return torch.tanh(mean).cpu().numpy()
             return torch.tanh(diag_gaussian_sample(mean, log_std, self.generator)).cpu().numpy()
@@ -276,9 +285,11 @@ def sac_update(policy: SACPolicy, batch: dict[str, torch.Tensor]) -> None:
 
 
 def make_sac_agent(env: Any, config: SACConfig | None = None, seed: int = 0,
-                   device: Any = "auto") -> Agent:
+                   device: Any = "auto", features_extractor: Any = None) -> Agent:
     """An ``Agent`` with a :class:`SACPolicy` for ``env`` (single or vector) and its replay
-    trajectory; the env and the settings are checked first.
+    trajectory; the env and the settings are checked first. ``features_extractor``: a factory
+    of the observation space (see :mod:`stagerl.algorithms.extractors`) in place of the
+    built-in ``config`` names.
 
     Raises ``TypeError`` for a discrete action space (use DQN or PPO) and ``ValueError`` for an
     unbounded ``Box`` and for ``device="cuda"`` on a machine without CUDA.
@@ -291,4 +302,4 @@ def make_sac_agent(env: Any, config: SACConfig | None = None, seed: int = 0,
         ('SACPolicy', 101)
     """
     config = SACConfig() if config is None else config
-    return make_continuous_agent(SACPolicy, env, config, seed, device)
+    return make_continuous_agent(SACPolicy, env, config, seed, device, features_extractor)

@@ -126,30 +126,38 @@ class TD3Policy(ContinuousPolicy):
     algorithm, maker, config_class = "TD3", "make_td3_agent", TD3Config
     saved_modules = ("actor", "critic", "actor_target", "critic_target")
 
-    def __init__(self, state_space: gymnasium.spaces.Box, action_space: gymnasium.spaces.Box,
-                 config: TD3Config | None = None, seed: int = 0, device: Any = "cpu"):
+    def __init__(self, state_space: Any, action_space: gymnasium.spaces.Box,
+                 config: TD3Config | None = None, seed: int = 0, device: Any = "cpu",
+                 features_extractor: Any = None):
         config = TD3Config() if config is None else config
-        super().__init__(state_space, action_space, config, seed, device)
-        state_dim, action_dim = int(state_space.shape[0]), int(action_space.shape[0])
+        super().__init__(state_space, action_space, config, seed, device, features_extractor)
+        action_dim = int(action_space.shape[0])
         with torch.random.fork_rng(devices=[]):  # the same networks for a seed, on any device
             torch.manual_seed(self.network_seed)
+            factory = self.extractor_factory(state_space, features_extractor)
+            extractor, state_dim = self.make_extractor(factory, state_space)
+            body = [] if extractor is None else [extractor]
             self.actor = nn.Sequential(
-                mlp(state_dim, config.net_arch, action_dim, activation=InplaceReLU), nn.Tanh())
-            self.critic = Critics(state_dim, action_dim, config.net_arch, config.n_critics)
+                *body, mlp(state_dim, config.net_arch, action_dim, activation=InplaceReLU),
+                nn.Tanh())
+            critic_extractor = extractor if config.share_features_extractor else \
+                self.make_extractor(factory, state_space)[0]
+            self.critic = Critics(state_dim, action_dim, config.net_arch, config.n_critics,
+                                  critic_extractor)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.to(self.device)
         # One Adam for both: one fused kernel per step. Each loss reaches only its own
         # parameters, and the actor's (without a gradient between its delayed steps) are skipped.
-        self.optimiser = torch.optim.Adam(
-            [*self.actor.parameters(), *self.critic.parameters()], lr=config.learning_rate,
+        parameters = {id(p): p for p in [*self.actor.parameters(), *self.critic.parameters()]}
+        self.optimiser = torch.optim.Adam(  # a shared extractor's parameters once
+            list(parameters.values()), lr=config.learning_rate,
             fused=self.device.type in ("cpu", "cuda"))
 
     def unit_actions(self, states: np.ndarray) -> np.ndarray:
         """``mu(s)`` in ``[-1, 1]`` for a batch of states (no noise)."""
         with torch.no_grad():
-            x = torch.as_tensor(states, dtype=torch.float32, device=self.device)
-            return self.actor(x).cpu().numpy()
+            return self.actor(self.states_tensor(states)).cpu().numpy()
 
     def explore(self, states: np.ndarray) -> np.ndarray:
         """``mu(s)`` plus Gaussian noise of std ``action_noise`` (numpy), clipped to
@@ -222,10 +230,11 @@ def td3_update(policy: TD3Policy, batch: dict[str, torch.Tensor]) -> None:
 
 
 def make_td3_agent(env: Any, config: TD3Config | None = None, seed: int = 0,
-                   device: Any = "auto") -> Agent:
+                   device: Any = "auto", features_extractor: Any = None) -> Agent:
     """An ``Agent`` with a :class:`TD3Policy` for ``env`` (single or vector) and its replay
     trajectory; the env and the settings are checked first. DDPG:
-    ``make_td3_agent(env, TD3Config.ddpg())``.
+    ``make_td3_agent(env, TD3Config.ddpg())``. ``features_extractor``: a factory of the
+    observation space in place of the built-in ``config`` names.
 
     Raises ``TypeError`` for a discrete action space (use DQN or PPO) and ``ValueError`` for an
     unbounded ``Box`` and for ``device="cuda"`` on a machine without CUDA.
@@ -238,4 +247,4 @@ def make_td3_agent(env: Any, config: TD3Config | None = None, seed: int = 0,
         torch.Size([1, 2])
     """
     config = TD3Config() if config is None else config
-    return make_continuous_agent(TD3Policy, env, config, seed, device)
+    return make_continuous_agent(TD3Policy, env, config, seed, device, features_extractor)

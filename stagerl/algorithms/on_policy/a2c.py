@@ -15,8 +15,8 @@ import torch
 from torch.nn import functional as F
 
 from stagerl.algorithms._checks import check_ints, check_numbers
-from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig
-from stagerl.algorithms.on_policy.networks import ActorCritic, build_model
+from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig, build_model_for
+from stagerl.algorithms.on_policy.networks import ActorCritic
 from stagerl.algorithms.on_policy.rollout import rollout_trajectory
 from stagerl.policies.agent import Agent
 
@@ -61,12 +61,12 @@ class A2CConfig(OnPolicyConfig):
 def a2c_loss(model: ActorCritic, batch: dict, ent_coef: float, vf_coef: float,
              normalize_advantage: bool) -> tuple:
     """A2C's loss on a batch of transitions, and its parts (detached) for logging."""
-    log_prob, entropy = model.log_prob_entropy(batch["state"], batch["action"])
+    log_prob, entropy, values = model.evaluate(batch["state"], batch["action"])
     advantage = batch["advantage"]
     if normalize_advantage and len(advantage) > 1:
         advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
     policy_loss = -(advantage * log_prob).mean()
-    value_loss = F.mse_loss(model.value(batch["state"]), batch["return"])
+    value_loss = F.mse_loss(values, batch["return"])
     loss = policy_loss + vf_coef * value_loss
     if ent_coef > 0:  # at 0 the entropy stays out of the graph: no share of the backward pass
         loss = loss - ent_coef * entropy.mean()
@@ -96,7 +96,7 @@ class A2CPolicy(OnPolicy):
         else:
             optimiser = torch.optim.Adam(params, lr=config.learning_rate, fused=True)
         super().__init__(model, optimiser, config.gamma, config.gae_lambda, config.max_grad_norm,
-                         config.normalize_states, rng)
+                         config.normalize_states, rng, config.normalize_rewards)
         self.config = config
 
     def loss(self, batch: dict) -> torch.Tensor:
@@ -107,12 +107,12 @@ class A2CPolicy(OnPolicy):
 
 
 def make_a2c_agent(env: Any, config: A2CConfig | None = None, seed: int = 0,
-                   device: Any = "auto") -> Agent:
+                   device: Any = "auto", features_extractor: Any = None) -> Agent:
     """An Agent that learns with A2C in ``env`` (a ``GymEnv`` or ``GymVectorEnv``); the
-    settings are checked by :class:`A2CConfig`, the env's spaces here."""
+    settings are checked by :class:`A2CConfig`, the env's spaces here. ``features_extractor``:
+    a factory of the observation space in place of the built-in ``config`` names."""
     config = A2CConfig() if config is None else config
     if not isinstance(config, A2CConfig):
         raise TypeError(f"make_a2c_agent needs an A2CConfig, got {type(config).__name__}")
-    model = build_model(env, "make_a2c_agent", config.net_arch, config.log_std_init,
-                        config.ortho_init, seed, device)
+    model = build_model_for(env, "make_a2c_agent", config, seed, device, features_extractor)
     return Agent(A2CPolicy(model, config, rng=seed), rollout_trajectory(env, config.n_steps))

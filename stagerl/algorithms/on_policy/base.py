@@ -24,12 +24,20 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium
 import numpy as np
 import torch
 from torch import nn
 
-from stagerl.algorithms._checks import Settings, check_net_arch, check_numbers
-from stagerl.algorithms.on_policy.networks import LOG_SQRT_2PI, ActorCritic, RunningMeanStd
+from stagerl.algorithms._checks import (
+    Settings,
+    check_choice,
+    check_net_arch,
+    check_numbers,
+    settings_name,
+)
+from stagerl.algorithms.extractors import check_extractor_name, input_dtypes
+from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd, build_model
 from stagerl.algorithms.on_policy.rollout import add_gae, read_rollout
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan, push
@@ -39,8 +47,12 @@ from stagerl.core.stages import PostActStage
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
 from stagerl.policies.agent import Agent, record_step
 from stagerl.policies.weights import get_weights, on_policy, set_weights, weights_on_cpu
+from trajectories.nested import is_nested, tree_map
 
-__all__ = ["OnPolicyConfig", "OnPolicy"]
+__all__ = ["OnPolicyConfig", "OnPolicy", "ACTIVATIONS", "build_model_for"]
+
+#: The MLPs' activations by the name the settings take.
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 
 
 @dataclass
@@ -51,17 +63,29 @@ class OnPolicyConfig(Settings):
         learning_rate: the optimiser's step size.
         gamma: the discount.
         normalize_states: normalise observations by their running mean and standard deviation.
+        normalize_rewards: divide rewards by the running standard deviation of the discounted
+            return, clipped to +-10 (SB3's ``VecNormalize``); checkpointed with the policy.
         net_arch: hidden sizes of the actor's and of the critic's MLP (no shared layers).
+        activation: the MLPs' activation, ``"tanh"`` or ``"relu"``.
         log_std_init: the initial log standard deviation of a Gaussian policy (Box actions).
         ortho_init: orthogonal initialisation, as Stable-Baselines3 and CleanRL.
+        features_extractor: the body before the MLPs: ``"auto"`` (a Nature CNN for images, a
+            combined extractor for Dict and Tuple observations, none for vectors), ``"mlp"``,
+            ``"nature_cnn"`` or ``"combined"`` (see ``stagerl.algorithms.extractors``; a
+            factory of your own goes to the agent's maker).
+        share_features_extractor: one extractor for the actor and the critic, or one each.
     """
 
     learning_rate: float = 3e-4
     gamma: float = 0.99
     normalize_states: bool = False
+    normalize_rewards: bool = False
     net_arch: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
     log_std_init: float = 0.0
     ortho_init: bool = True
+    features_extractor: str = "auto"
+    share_features_extractor: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -69,6 +93,18 @@ class OnPolicyConfig(Settings):
         check_numbers(self, "gamma", at_least=0, at_most=1)
         check_numbers(self, "log_std_init")
         check_net_arch(self)
+        check_choice(self, "activation", tuple(ACTIVATIONS))
+        check_extractor_name(settings_name(self), self.features_extractor)
+
+
+def build_model_for(env: Any, who: str, config: OnPolicyConfig, seed: int, device: Any,
+                    features_extractor: Any = None) -> ActorCritic:
+    """The :class:`ActorCritic` the settings ask for on ``env``; ``features_extractor`` (a
+    factory of the observation space) replaces the one ``config`` names."""
+    return build_model(env, who, config.net_arch, config.log_std_init, config.ortho_init, seed,
+                       device, config.features_extractor if features_extractor is None
+                       else features_extractor, config.share_features_extractor,
+                       ACTIVATIONS[config.activation])
 
 
 # ---- the policy ---------------------------------------------------------------------------------
@@ -96,12 +132,23 @@ class OnPolicy(Policy):
 
     def __init__(self, model: ActorCritic, optimiser: Any, gamma: float = 0.99,
                  gae_lambda: float = 1.0, max_grad_norm: float | None = None,
-                 normalize_states: bool = False, rng: Any = None):
+                 normalize_states: bool = False, rng: Any = None,
+                 normalize_rewards: bool = False):
         self.model, self.optimiser = model, optimiser
         self.gamma, self.gae_lambda, self.max_grad_norm = gamma, gae_lambda, max_grad_norm
         self.rng = as_rng(rng)
-        n_inputs = model.actor[0].in_features
-        self.state_rms = RunningMeanStd((n_inputs,)) if normalize_states else None
+        space = getattr(model, "observation_space", None)
+        if normalize_states and space is not None and not isinstance(space, gymnasium.spaces.Box):
+            raise TypeError(f"normalize_states normalises Box observations, got {space}; leave "
+                            "it False for Dict, Tuple and discrete observations")
+        shape = tuple(space.shape) if isinstance(space, gymnasium.spaces.Box) else \
+            (model.n_inputs,)
+        self.state_rms = RunningMeanStd(shape) if normalize_states else None
+        # Rewards divided by the running standard deviation of the discounted return (SB3's
+        # VecNormalize): the statistics follow every step; a rollout learns with those at its
+        # end.
+        self.reward_rms = RunningMeanStd(()) if normalize_rewards else None
+        self.running_returns: np.ndarray | None = None  # per lane, for reward_rms
         self.device = next(model.parameters()).device
         self.env_steps = 0  # transitions learned from (schedules read it)
         self.n_updates = 0
@@ -109,31 +156,64 @@ class OnPolicy(Policy):
         self._step = None  # (stored action, log_prob, value, state) of the last plan
 
     # -- acting ------------------------------------------------------------------------------------
-    def states_tensor(self, states: np.ndarray) -> torch.Tensor:
-        """Observations as a float32 tensor on the policy's device (normalised if asked)."""
-        x = self.state_rms.normalize(states) if self.state_rms is not None else states
-        return torch.as_tensor(x, dtype=torch.float32, device=self.device)
+    def states_tensor(self, states: Any) -> Any:
+        """Observations as tensors on the policy's device, in the dtype the network reads
+        (:func:`input_dtypes`): float32 (normalised if asked), or for an extractor ``uint8``
+        pixels as they are (it scales them) and discrete observations as int64 (it one-hots
+        them); a dict or tuple of observations leaf by leaf."""
+        dtypes = self.__dict__.get("_input_dtypes")
+        if dtypes is None:
+            space = getattr(self.model, "observation_space", None)
+            dtypes = torch.float32 if space is None else \
+                input_dtypes(space, self.model.extractor is not None)
+            self.__dict__["_input_dtypes"] = dtypes
+        if is_nested(states):
+            return tree_map(self._leaf_tensor, states, dtypes)
+        if self.state_rms is not None:
+            states = self.state_rms.normalize(states)
+        return self._leaf_tensor(states, dtypes)
 
-    def sample(self, states: np.ndarray, action_space: Any) -> tuple:
+    def _leaf_tensor(self, x: Any, dtype: Any) -> torch.Tensor:
+        return torch.as_tensor(x, dtype=dtype, device=self.device)
+
+    def sample(self, states: Any, action_space: Any) -> tuple:
         """For a batch of observations: the actions for the env (Gaussian ones clipped to the
         Box), the actions to store (unclipped), their log-probabilities and the values. While
-        ``deterministic``: the argmax or the clipped mean, and nothing is drawn from ``rng``."""
+        ``deterministic``: the most likely actions (the clipped mean), and nothing is drawn
+        from ``rng``."""
         out, log_std, value = self.model.act_outputs(self.states_tensor(states))
-        if self.model.discrete:
-            if self.deterministic:
-                return out.argmax(axis=1), None, None, value
-            z = out - out.max(axis=1, keepdims=True)
-            log_probs = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-            cdf = np.cumsum(np.exp(log_probs), axis=1)  # inverse-CDF sampling: one draw per env
-            action = np.minimum((cdf < self.rng.random((len(z), 1))).sum(axis=1), z.shape[1] - 1)
-            log_prob = log_probs[np.arange(len(z)), action].astype(np.float32)
-            return action, action, log_prob, value
+        dist = self.model.dist
         if self.deterministic:
-            return np.clip(out, action_space.low, action_space.high), None, None, value
-        noise = self.rng.standard_normal(out.shape).astype(np.float32)
-        action = out + np.exp(log_std) * noise
-        log_prob = (-0.5 * noise**2 - log_std - LOG_SQRT_2PI).sum(axis=1)
-        return np.clip(action, action_space.low, action_space.high), action, log_prob, value
+            return dist.mode(out, action_space), None, None, value
+        env_action, stored, log_prob = dist.sample(out, log_std, self.rng, action_space)
+        return env_action, stored, log_prob, value
+
+    def record_rewards(self, env: Any) -> None:
+        """Follow the discounted return of every lane for reward normalisation (called with
+        every recorded step; a no-op without it)."""
+        rms = self.reward_rms
+        if rms is None:
+            return
+        reward = np.atleast_1d(np.asarray(env.reward, dtype=np.float64))
+        if isinstance(env, VectorEnv):
+            stepped = np.asarray(env.stepped, dtype=bool)
+            done = np.asarray(env.is_terminated | env.is_truncated, dtype=bool)
+        else:
+            stepped = np.ones(1, dtype=bool)
+            done = np.atleast_1d(bool(env.is_terminated or env.is_truncated))
+        if self.running_returns is None or self.running_returns.shape != reward.shape:
+            self.running_returns = np.zeros(reward.shape)
+        returns = np.where(stepped, self.running_returns * self.gamma + reward,
+                           self.running_returns)
+        rms.update(returns[stepped])
+        self.running_returns = np.where(done, 0.0, returns)
+
+    def reward_scale(self) -> float:
+        """What rewards are divided by: the return's standard deviation (1 without
+        normalisation)."""
+        if self.reward_rms is None:
+            return 1.0
+        return float(np.sqrt(self.reward_rms.var + self.reward_rms.epsilon))
 
     # -- learning ----------------------------------------------------------------------------------
     def postprocess(self, rollout: dict) -> dict:
@@ -167,12 +247,15 @@ class OnPolicy(Policy):
     def learn(self, container: Any) -> None:
         """Learn from one complete rollout held by ``container``."""
         rollout = read_rollout(container, self)
+        if self.reward_rms is not None:  # clipped to +-10 standard deviations, as SB3
+            rollout["reward"] = np.clip(rollout["reward"] / self.reward_scale(), -10.0,
+                                        10.0).astype(np.float32)
         rollout = self.postprocess(rollout)
         rows = self.select(rollout)
         batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
                  for name, value in rollout.items()
-                 if value.shape[:2] == rows.shape and name != "state"}
-        batch["state"] = self.states_tensor(rollout["state"][rows])
+                 if name != "state" and value.shape[:2] == rows.shape}
+        batch["state"] = self.states_tensor(tree_map(lambda v: v[rows], rollout["state"]))
         self.env_steps += int(rollout["valid"].sum())
         self.update(batch)
         self.n_updates += 1
@@ -202,6 +285,10 @@ class OnPolicy(Policy):
         if self.state_rms is not None:
             rms = self.state_rms
             state["state_rms"] = {"mean": rms.mean, "var": rms.var, "count": rms.count}
+        if self.reward_rms is not None:
+            rms = self.reward_rms
+            state["reward_rms"] = {"mean": rms.mean, "var": rms.var, "count": rms.count,
+                                   "running_returns": self.running_returns}
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -213,6 +300,12 @@ class OnPolicy(Policy):
             rms = state["state_rms"]
             self.state_rms.mean, self.state_rms.var = np.array(rms["mean"]), np.array(rms["var"])
             self.state_rms.count = float(rms["count"])
+        if self.reward_rms is not None:
+            rms = state["reward_rms"]
+            self.reward_rms.mean, self.reward_rms.var = np.array(rms["mean"]), np.array(rms["var"])
+            self.reward_rms.count = float(rms["count"])
+            returns = rms["running_returns"]
+            self.running_returns = None if returns is None else np.array(returns)
 
 
 @plan.dispatch(precedence=DEFAULT_PRECEDENCE)
@@ -220,7 +313,8 @@ def _plan_on_policy(policy: OnPolicy, env):
     vector = isinstance(env, VectorEnv)  # a batch of states, or one
     state = env.state
     env_action, stored, log_prob, value = policy.sample(
-        state if vector else np.asarray(state)[None], env.single_action_space)
+        state if vector else tree_map(lambda leaf: np.asarray(leaf)[None], state),
+        env.single_action_space)
     if not vector:
         env_action = int(env_action[0]) if policy.model.discrete else env_action[0]
     if not policy.deterministic:  # recorded with the step (PostAct)
@@ -236,6 +330,7 @@ def _record_on_policy_step(agent: Any, env: Any, action: Any) -> None:
             f"{type(policy).__name__} records the log-probability and value of the action its "
             f"last plan returned, but the step took another action ({action!r}); act with the "
             "action plan(agent, env) returns, or record the step with stagerl.record_step")
+    policy.record_rewards(env)
     if not isinstance(env, VectorEnv):
         stored, log_prob, value = stored[0], log_prob[0], value[0]
     record_step(agent, env, stored, log_prob=log_prob, value=value, truncated=env.is_truncated)

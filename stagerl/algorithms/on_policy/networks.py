@@ -1,5 +1,7 @@
 """The networks of the on-policy algorithms: :class:`ActorCritic` (a policy and a value network
-whose parameters live in two flat tensors) and :class:`RunningMeanStd` (observation statistics).
+whose parameters live in two flat tensors, over the observations or a feature extractor's
+features, with the action space's distribution) and :class:`RunningMeanStd` (observation and
+return statistics).
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from torch import nn
 from torch.nn import functional as F
 
 from stagerl.algorithms._checks import single_spaces
+from stagerl.algorithms.extractors import (
+    extractor_factory,
+    features_dim,
+    make_extractor,
+    orthogonal_init,
+)
 from stagerl.utils.devices import resolve_device
+from stagerl.utils.distributions import Categorical, DiagGaussian, action_distribution
 from stagerl.utils.networks import mlp
 
 __all__ = ["ActorCritic", "RunningMeanStd", "check_spaces", "build_model", "LOG_SQRT_2PI"]
@@ -24,13 +33,32 @@ LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 class ActorCritic(nn.Module):
-    """A policy network and a value network (no shared layers, hidden sizes ``net_arch``) over
-    flat observations.
+    """A policy network and a value network (hidden sizes ``net_arch``, no shared layers) over
+    flat observations or over the features of an extractor, shared by both or one each.
 
-    Discrete actions: the actor gives the logits of a categorical distribution. Box actions: it
-    gives the mean of a diagonal Gaussian whose log standard deviation ``log_std`` is a learned
-    vector, the same for every state. With ``ortho_init`` the layers are initialised as in
-    Stable-Baselines3 and CleanRL (orthogonal, gain sqrt(2); the actor's head 0.01, the critic's 1).
+    The actor's head gives the parameters of the action space's distribution
+    (:func:`~stagerl.utils.distributions.action_distribution`): the logits of a categorical
+    (``Discrete``), of one categorical per dimension (``MultiDiscrete``) or of one Bernoulli per
+    entry (``MultiBinary``), or the mean of a diagonal Gaussian whose log standard deviation
+    ``log_std`` is a learned vector, the same for every state (``Box``). With ``ortho_init``
+    the layers are initialised as in Stable-Baselines3 and CleanRL (orthogonal, gain sqrt(2);
+    the actor's head 0.01, the critic's 1).
+
+    Args:
+        n_inputs: the size of what the heads read: the flat observation, or the extractor's
+            features.
+        action_space: the single env's action space.
+        net_arch, activation: the heads' hidden layers.
+        log_std_init: the Gaussian's initial log standard deviation.
+        ortho_init: the initialisation above (extractors too, gain sqrt(2)).
+        extractor: a module from observations to ``(batch, n_inputs)`` features: the actor's,
+            and the critic's too unless ``critic_extractor`` is given (then it is shared).
+        critic_extractor: the critic's own extractor (not shared).
+        observation_space: the single env's observation space (kept for the observation
+            statistics; optional).
+
+    Every parameter lives in one of two flat tensors (the actor's, a shared extractor
+    included, and the critic's), see :meth:`flat_parameters`.
 
     Example:
         >>> import gymnasium, torch
@@ -42,10 +70,20 @@ class ActorCritic(nn.Module):
 
     def __init__(self, n_inputs: int, action_space: Any, net_arch: tuple = (64, 64),
                  activation: type[nn.Module] = nn.Tanh, log_std_init: float = 0.0,
-                 ortho_init: bool = True):
+                 ortho_init: bool = True, extractor: nn.Module | None = None,
+                 critic_extractor: nn.Module | None = None, observation_space: Any = None):
         super().__init__()
-        self.discrete = isinstance(action_space, gymnasium.spaces.Discrete)
-        n_out = int(action_space.n) if self.discrete else int(action_space.shape[0])
+        self.dist = action_distribution(action_space, "ActorCritic")
+        self.discrete = isinstance(self.dist, Categorical)
+        self.gaussian = isinstance(self.dist, DiagGaussian)
+        self.n_inputs = int(n_inputs)
+        self.observation_space = observation_space
+        n_out = self.dist.n_outputs
+        self.extractor = extractor
+        self.critic_extractor = critic_extractor
+        if critic_extractor is not None and extractor is None:
+            raise ValueError("ActorCritic: a critic_extractor needs the actor's extractor too")
+        self.shares_extractor = extractor is not None and critic_extractor is None
         self.actor = mlp(n_inputs, net_arch, n_out, activation, 0.01 if ortho_init else None)
         self.critic = mlp(n_inputs, net_arch, 1, activation, 1.0 if ortho_init else None)
         if ortho_init:
@@ -54,7 +92,10 @@ class ActorCritic(nn.Module):
                     if isinstance(layer, nn.Linear):
                         nn.init.orthogonal_(layer.weight, gain=math.sqrt(2))
                         nn.init.zeros_(layer.bias)
-        log_std = None if self.discrete else nn.Parameter(torch.full((n_out,), log_std_init))
+            for body in (extractor, critic_extractor):
+                if body is not None:
+                    orthogonal_init(body)
+        log_std = nn.Parameter(torch.full((n_out,), log_std_init)) if self.gaussian else None
         self.register_parameter("log_std", log_std)
         # The actor's and the critic's parameters live in two flat tensors (see flat_parameters)
         flats = [torch.cat([p.detach().reshape(-1) for p in group])
@@ -63,16 +104,20 @@ class ActorCritic(nn.Module):
         self.relink()
 
     def parameter_groups(self) -> tuple:
-        """``(actor's parameters, critic's)``, ``log_std`` with the actor's."""
-        actor = list(self.actor.parameters()) + ([] if self.discrete else [self.log_std])
-        return actor, list(self.critic.parameters())
+        """``(actor's parameters, critic's)``: ``log_std`` and a shared extractor with the
+        actor's, each extractor of its own with its network's."""
+        actor = [] if self.extractor is None else list(self.extractor.parameters())
+        actor += list(self.actor.parameters()) + ([self.log_std] if self.gaussian else [])
+        critic = [] if self.critic_extractor is None else list(self.critic_extractor.parameters())
+        return actor, critic + list(self.critic.parameters())
 
     def flat_parameters(self) -> list:
-        """``[actor's, critic's]`` (``log_std`` with the actor's): every parameter of the model is
-        a view into one of these two tensors, and its gradient a view into theirs. An optimiser
-        over them steps, clips and zeroes with a few tensor operations instead of a dozen, which
-        is most of a small network's gradient step on a CPU. Zero their gradients in place
-        (``zero_grad(set_to_none=False)``), as :meth:`OnPolicy.gradient_step` does."""
+        """``[actor's, critic's]`` (see :meth:`parameter_groups`): every parameter of the model
+        is a view into one of these two tensors, and its gradient a view into theirs. An
+        optimiser over them steps, clips and zeroes with a few tensor operations instead of a
+        dozen, which is most of a small network's gradient step on a CPU. Zero their gradients
+        in place (``zero_grad(set_to_none=False)``), as :meth:`OnPolicy.gradient_step` does.
+        An optimiser over the critic's alone leaves a shared extractor to the actor's."""
         return self._flats
 
     def relink(self) -> None:
@@ -101,6 +146,26 @@ class ActorCritic(nn.Module):
                 x = activation(x)
         return x
 
+    def features(self, states: Any) -> tuple:
+        """``(the actor's input, the critic's input)``: the observations themselves without an
+        extractor, else the extractors' features (one pass of a shared extractor)."""
+        if self.extractor is None:
+            return states, states
+        actor = self.extractor(states)
+        if self.critic_extractor is None:
+            return actor, actor
+        return actor, self.critic_extractor(states)
+
+    def _actor_features(self, states: Any) -> torch.Tensor:
+        return states if self.extractor is None else self.extractor(states)
+
+    def _critic_features(self, states: Any) -> torch.Tensor:
+        if self.extractor is None:
+            return states
+        if self.critic_extractor is None:
+            return self.extractor(states)
+        return self.critic_extractor(states)
+
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> ActorCritic:
         super()._apply(fn, *args, **kwargs)
         for flat in self._flats:
@@ -116,47 +181,50 @@ class ActorCritic(nn.Module):
             flat.grad = None
         self.relink()
 
-    def value(self, states: torch.Tensor) -> torch.Tensor:
-        """``V(s)`` for a ``(B, n_inputs)`` batch: ``(B,)``."""
-        return self.forward_mlp(states, "critic").squeeze(-1)
+    def value(self, states: Any) -> torch.Tensor:
+        """``V(s)`` for a batch of observations: ``(B,)``."""
+        return self.forward_mlp(self._critic_features(states), "critic").squeeze(-1)
 
-    def log_prob_entropy(self, states: torch.Tensor, actions: torch.Tensor,
+    def distribution(self, states: Any) -> tuple:
+        """The action distribution's parameters in ``states``: ``(logits,)`` or
+        ``(mean, log_std)``."""
+        return self.dist.params(self.forward_mlp(self._actor_features(states), "actor"),
+                                self.log_std)
+
+    def log_prob_entropy(self, states: Any, actions: torch.Tensor,
                          entropy: bool = True) -> tuple:
-        """The log-probability of ``actions`` in ``states`` ``(B,)`` and the entropy (``(B,)``
-        for categorical policies, a scalar for Gaussian ones: it depends on ``log_std`` alone;
-        ``None`` with ``entropy=False``, which saves its share of the backward pass)."""
-        out = self.forward_mlp(states, "actor")
-        if self.discrete:
-            log_probs = F.log_softmax(out, dim=-1)
-            log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
-            return log_prob, -(log_probs.exp() * log_probs).sum(-1) if entropy else None
-        z = (actions - out) * torch.exp(-self.log_std)
-        log_prob = (-0.5 * z * z - self.log_std - LOG_SQRT_2PI).sum(-1)
-        return log_prob, (self.log_std + 0.5 + LOG_SQRT_2PI).sum() if entropy else None
+        """The log-probability of ``actions`` in ``states`` ``(B,)`` and the entropy (``(B,)``,
+        or a scalar for Gaussian policies: it depends on ``log_std`` alone; ``None`` with
+        ``entropy=False``, which saves its share of the backward pass)."""
+        return self._log_prob_entropy(self.distribution(states), actions, entropy)
 
-    def kl_from(self, old: tuple, states: torch.Tensor) -> torch.Tensor:
+    def _log_prob_entropy(self, params: tuple, actions: torch.Tensor, entropy: bool) -> tuple:
+        both = getattr(self.dist, "log_prob_entropy", None)
+        if both is not None:
+            return both(params, actions, entropy)
+        return self.dist.log_prob(params, actions), self.dist.entropy(params) if entropy \
+            else None
+
+    def evaluate(self, states: Any, actions: torch.Tensor, entropy: bool = True) -> tuple:
+        """``(log_prob, entropy, value)`` of ``actions`` in ``states``, with one pass of a
+        shared extractor (what the actor-critic losses need)."""
+        actor_in, critic_in = self.features(states)
+        params = self.dist.params(self.forward_mlp(actor_in, "actor"), self.log_std)
+        log_prob, ent = self._log_prob_entropy(params, actions, entropy)
+        return log_prob, ent, self.forward_mlp(critic_in, "critic").squeeze(-1)
+
+    def kl_from(self, old: tuple, states: Any) -> torch.Tensor:
         """``KL(old || current)`` per state ``(B,)``; ``old = self.distribution(states)`` taken
         (detached) before the parameters changed."""
-        new = self.distribution(states)
-        if self.discrete:
-            old_log_probs, log_probs = F.log_softmax(old[0], -1), F.log_softmax(new[0], -1)
-            return (old_log_probs.exp() * (old_log_probs - log_probs)).sum(-1)
-        (old_mean, old_log_std), (mean, log_std) = old, new
-        var_ratio = torch.exp(2.0 * (old_log_std - log_std))
-        mahalanobis = ((old_mean - mean) * torch.exp(-log_std)) ** 2
-        return (0.5 * (var_ratio + mahalanobis - 1.0) - (old_log_std - log_std)).sum(-1)
-
-    def distribution(self, states: torch.Tensor) -> tuple:
-        """``(logits,)`` or ``(mean, log_std)``: the action distribution in ``states``."""
-        out = self.forward_mlp(states, "actor")
-        return (out,) if self.discrete else (out, self.log_std)
+        return self.dist.kl(old, self.distribution(states))
 
     @torch.inference_mode()
-    def act_outputs(self, states: torch.Tensor) -> tuple:
+    def act_outputs(self, states: Any) -> tuple:
         """The actor's output, ``log_std`` (or None) and the value, as numpy arrays (acting)."""
-        out = self.forward_mlp(states, "actor").cpu().numpy()
-        value = self.forward_mlp(states, "critic").squeeze(-1).cpu().numpy()
-        log_std = None if self.discrete else self.log_std.detach().cpu().numpy()
+        actor_in, critic_in = self.features(states)
+        out = self.forward_mlp(actor_in, "actor").cpu().numpy()
+        value = self.forward_mlp(critic_in, "critic").squeeze(-1).cpu().numpy()
+        log_std = self.log_std.detach().cpu().numpy() if self.gaussian else None
         return out, log_std, value
 
 
@@ -207,27 +275,55 @@ class RunningMeanStd:
 
 
 def check_spaces(env: Any, who: str) -> tuple:
-    """One sub-env's ``(state_space, action_space)`` and the number of sub-envs: a flat Box of
-    observations and Discrete or flat Box actions; anything else raises a ``TypeError`` that
-    says what ``who`` needs."""
+    """One sub-env's ``(state_space, action_space)`` and the number of sub-envs: observations
+    a Box of any shape, Discrete, MultiDiscrete, MultiBinary, or a Dict or Tuple of them;
+    actions Discrete, MultiDiscrete, MultiBinary or a float Box. Anything else raises a
+    ``TypeError`` that names ``who``, the space and the wrapper that fixes it."""
     state_space, action_space, num_envs = single_spaces(env, who)
-    if not isinstance(state_space, gymnasium.spaces.Box) or len(state_space.shape) != 1:
-        raise TypeError(f"{who} needs flat Box observations, got {state_space}; wrap the env in "
-                        "gymnasium.wrappers.FlattenObservation (one-hot Discrete observations)")
-    box = isinstance(action_space, gymnasium.spaces.Box) and len(action_space.shape) == 1
-    if not (box or isinstance(action_space, gymnasium.spaces.Discrete)):
-        raise TypeError(f"{who} acts in Discrete or flat Box action spaces, got {action_space}")
+    if not _readable(state_space):
+        raise TypeError(f"{who} reads Box, Discrete, MultiDiscrete or MultiBinary observations "
+                        f"(or a Dict or Tuple of them), got {state_space}; turn them into one "
+                        "with a gymnasium ObservationWrapper (FlattenObservation)")
+    action_distribution(action_space, who)  # raises for a space the actor cannot act in
     return state_space, action_space, num_envs
 
 
+def _readable(space: Any) -> bool:
+    spaces = gymnasium.spaces
+    if isinstance(space, spaces.Dict):
+        return all(_readable(s) for s in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return all(_readable(s) for s in space.spaces)
+    return isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
+                              spaces.MultiBinary))
+
+
 def build_model(env: Any, who: str, net_arch: tuple, log_std_init: float, ortho_init: bool,
-                seed: int, device: Any) -> ActorCritic:
+                seed: int, device: Any, features_extractor: Any = "auto",
+                share_features_extractor: bool = True,
+                activation: type[nn.Module] = nn.Tanh) -> ActorCritic:
     """The :class:`ActorCritic` for ``env``'s spaces, initialised from ``seed`` (the global torch
-    generator is left as it was), on ``device`` (``"cpu"``, ``"cuda"`` or ``"auto"``)."""
+    generator is left as it was), on ``device`` (``"cpu"``, ``"cuda"`` or ``"auto"``).
+
+    ``features_extractor``: a built-in's name (``"auto"``, ``"mlp"``, ``"nature_cnn"``,
+    ``"combined"``; see :mod:`stagerl.algorithms.extractors`) or a factory of the observation
+    space; ``share_features_extractor``: one extractor for actor and critic, or one each."""
     state_space, action_space, _ = check_spaces(env, who)
     device = resolve_device(device)
+    factory = extractor_factory(features_extractor, state_space) \
+        if isinstance(features_extractor, str) else features_extractor
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = ActorCritic(state_space.shape[0], action_space, tuple(net_arch),
-                            log_std_init=log_std_init, ortho_init=ortho_init)
+        extractor = critic_extractor = None
+        if factory is None:
+            n_inputs = int(np.prod(state_space.shape))
+        else:
+            extractor = make_extractor(factory, state_space, who)
+            n_inputs = features_dim(extractor, state_space)
+            if not share_features_extractor:
+                critic_extractor = make_extractor(factory, state_space, who)
+        model = ActorCritic(n_inputs, action_space, tuple(net_arch), activation=activation,
+                            log_std_init=log_std_init, ortho_init=ortho_init,
+                            extractor=extractor, critic_extractor=critic_extractor,
+                            observation_space=state_space)
     return model.to(device)

@@ -22,9 +22,9 @@ import torch
 from torch.nn import functional as F
 
 from stagerl.algorithms._checks import check_choice, check_ints, check_numbers
-from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig
-from stagerl.algorithms.on_policy.networks import ActorCritic, build_model, check_spaces
-from stagerl.algorithms.on_policy.rollout import check_rollout_size, rollout_trajectory
+from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig, build_model_for
+from stagerl.algorithms.on_policy.networks import ActorCritic, check_spaces
+from stagerl.algorithms.on_policy.rollout import check_rollout_size, rollout_trajectory, rows_of
 from stagerl.algorithms.schedules import SCHEDULES, scheduled
 from stagerl.policies.agent import Agent
 
@@ -94,8 +94,7 @@ class PPOConfig(OnPolicyConfig):
 def ppo_loss(model: ActorCritic, batch: dict, clip_range: float, clip_range_vf: float | None,
              ent_coef: float, vf_coef: float, normalize_advantage: bool) -> tuple:
     """PPO's clipped loss on a minibatch, and its parts (for logging)."""
-    log_prob, entropy = model.log_prob_entropy(batch["state"], batch["action"], ent_coef > 0)
-    values = model.value(batch["state"])
+    log_prob, entropy, values = model.evaluate(batch["state"], batch["action"], ent_coef > 0)
     advantage = batch["advantage"]
     if normalize_advantage and len(advantage) > 1:
         advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
@@ -143,7 +142,7 @@ class PPOPolicy(OnPolicy):
         optimiser = torch.optim.Adam(model.flat_parameters(), lr=config.learning_rate,
                                      eps=1e-5, fused=True)
         super().__init__(model, optimiser, config.gamma, config.gae_lambda, config.max_grad_norm,
-                         config.normalize_states, rng)
+                         config.normalize_states, rng, config.normalize_rewards)
         self.config = config
 
     def progress_remaining(self) -> float:
@@ -170,7 +169,7 @@ class PPOPolicy(OnPolicy):
                 if n > c.batch_size else None
             for start in range(0, n, c.batch_size):
                 minibatch = batch if order is None else \
-                    {k: v[order[start:start + c.batch_size]] for k, v in batch.items()}
+                    rows_of(batch, order[start:start + c.batch_size])
                 loss, parts = ppo_loss(self.model, minibatch, clip_range, c.clip_range_vf,
                                        c.ent_coef, c.vf_coef, normalize)
                 self.gradient_step(self.optimiser, loss)
@@ -183,8 +182,11 @@ class PPOPolicy(OnPolicy):
 
 
 def make_ppo_agent(env: Any, config: PPOConfig | None = None, seed: int = 0,
-                   device: Any = "auto") -> Agent:
+                   device: Any = "auto", features_extractor: Any = None) -> Agent:
     """An Agent that learns with PPO in ``env`` (a ``GymEnv`` or ``GymVectorEnv``).
+
+    ``features_extractor``: a factory of the observation space (see
+    :mod:`stagerl.algorithms.extractors`) in place of the built-in ``config`` names.
 
     Raises ``ValueError`` when a rollout (``n_steps`` times the number of sub-envs) is smaller
     than ``batch_size`` (the settings themselves are checked by :class:`PPOConfig`);
@@ -196,6 +198,5 @@ def make_ppo_agent(env: Any, config: PPOConfig | None = None, seed: int = 0,
         raise TypeError(f"{who} needs a PPOConfig, got {type(config).__name__}")
     _, _, n_envs = check_spaces(env, who)
     check_rollout_size(who, config.n_steps, n_envs, config.batch_size)
-    model = build_model(env, who, config.net_arch, config.log_std_init, config.ortho_init, seed,
-                        device)
+    model = build_model_for(env, who, config, seed, device, features_extractor)
     return Agent(PPOPolicy(model, config, rng=seed), rollout_trajectory(env, config.n_steps))

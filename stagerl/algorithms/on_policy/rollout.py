@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
+from stagerl.algorithms.extractors import observation_spec
 from stagerl.algorithms.on_policy.networks import check_spaces
 from stagerl.core.env import VectorEnv
+from stagerl.utils.distributions import action_distribution
 from stagerl.utils.returns import discount_rewards, generalized_advantage_estimation
 from trajectories import (
     CircularArrayBuffer,
@@ -31,9 +32,10 @@ from trajectories import (
     Traces,
     Trajectory,
 )
+from trajectories.nested import is_nested, tree_map
 
-__all__ = ["rollout_trajectory", "check_rollout_size", "read_rollout", "add_gae",
-           "add_discounted_returns", "make_vector_env"]
+__all__ = ["rollout_trajectory", "rows_of", "check_rollout_size", "read_rollout",
+           "add_gae", "add_discounted_returns", "make_vector_env"]
 
 
 def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
@@ -53,11 +55,9 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
     """
     state_space, action_space, n_envs = check_spaces(env, "rollout_trajectory")
     capacity = (lane_capacity or 2 * n_steps + 1) * n_envs
-    if isinstance(action_space, gymnasium.spaces.Discrete):
-        action = (np.int64, ())
-    else:
-        action = (np.float32, action_space.shape)
-    traces = CircularArraySARTSTraces(capacity, state=(np.float32, state_space.shape),
+    dist = action_distribution(action_space, "rollout_trajectory")
+    action = (dist.action_dtype, dist.action_shape)
+    traces = CircularArraySARTSTraces(capacity, state=observation_spec(state_space),
                                       action=action) + Traces(
         log_prob=CircularArrayBuffer(capacity, (), np.float32),
         value=CircularArrayBuffer(capacity, (), np.float32),
@@ -68,6 +68,12 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
     # One lane per sub-env of a vector env (even of one sub-env); a single env needs none.
     return Trajectory(traces, controller=controller,
                       n_lanes=n_envs if isinstance(env, VectorEnv) else None)
+
+
+def rows_of(batch: dict, rows: Any) -> dict:
+    """The rows ``rows`` of every field of ``batch`` (tensors or arrays; nested fields leaf by
+    leaf): a minibatch."""
+    return {name: tree_map(lambda v: v[rows], value) for name, value in batch.items()}
 
 
 def check_rollout_size(who: str, n_steps: int, n_envs: int, batch_size: int) -> None:
@@ -107,7 +113,9 @@ def read_rollout(container: Any, policy: Any) -> dict:
     counts = np.bincount(lane, minlength=n_lanes)
     t = np.arange(len(idx)) - (np.cumsum(counts) - counts)[lane]
 
-    def grid(values: np.ndarray, fill: Any = 0) -> np.ndarray:
+    def grid(values: Any, fill: Any = 0) -> Any:
+        if is_nested(values):  # a dict or tuple of observations: a grid per leaf
+            return tree_map(lambda leaf: grid(leaf, fill), values)
         out = np.full((int(counts.max()), n_lanes, *values.shape[1:]), fill, dtype=values.dtype)
         out[t, lane] = values
         return out

@@ -24,9 +24,9 @@ import torch
 from torch.nn import functional as F
 
 from stagerl.algorithms._checks import check_ints, check_numbers
-from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig
-from stagerl.algorithms.on_policy.networks import ActorCritic, build_model, check_spaces
-from stagerl.algorithms.on_policy.rollout import check_rollout_size, rollout_trajectory
+from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig, build_model_for
+from stagerl.algorithms.on_policy.networks import ActorCritic, check_spaces
+from stagerl.algorithms.on_policy.rollout import check_rollout_size, rollout_trajectory, rows_of
 from stagerl.policies.agent import Agent
 
 __all__ = ["TRPOConfig", "TRPOPolicy", "conjugate_gradient", "make_trpo_agent"]
@@ -129,7 +129,7 @@ class TRPOPolicy(OnPolicy):
         optimiser = torch.optim.Adam(model.flat_parameters()[1:], lr=config.learning_rate,
                                      fused=True)
         super().__init__(model, optimiser, config.gamma, config.gae_lambda, None,
-                         config.normalize_states, rng)
+                         config.normalize_states, rng, config.normalize_rewards)
         self.config = config
 
     def update(self, batch: dict) -> None:
@@ -141,7 +141,7 @@ class TRPOPolicy(OnPolicy):
                 if n > c.batch_size else None
             for start in range(0, n, c.batch_size):
                 rows = order[start:start + c.batch_size] if order is not None else slice(None)
-                values = self.model.value(batch["state"][rows])
+                values = self.model.value(rows_of({"state": batch["state"]}, rows)["state"])
                 self.gradient_step(self.optimiser, F.mse_loss(values, batch["return"][rows]))
 
     def policy_step(self, batch: dict) -> None:
@@ -186,8 +186,10 @@ class TRPOPolicy(OnPolicy):
 
 
 def make_trpo_agent(env: Any, config: TRPOConfig | None = None, seed: int = 0,
-                    device: Any = "auto") -> Agent:
-    """An Agent that learns with TRPO (or NPG: ``line_search=False``) in ``env``.
+                    device: Any = "auto", features_extractor: Any = None) -> Agent:
+    """An Agent that learns with TRPO (or NPG: ``line_search=False``) in ``env``;
+    ``features_extractor``: a factory of the observation space in place of the built-in
+    ``config`` names (a shared one moves with the actor's trust-region step).
 
     Raises ``ValueError`` when a rollout (``n_steps`` times the number of sub-envs) is smaller
     than the critic's ``batch_size`` (the settings themselves are checked by
@@ -199,6 +201,5 @@ def make_trpo_agent(env: Any, config: TRPOConfig | None = None, seed: int = 0,
         raise TypeError(f"{who} needs a TRPOConfig, got {type(config).__name__}")
     _, _, n_envs = check_spaces(env, who)
     check_rollout_size(who, config.n_steps, n_envs, config.batch_size)
-    model = build_model(env, who, config.net_arch, config.log_std_init, config.ortho_init, seed,
-                        device)
+    model = build_model_for(env, who, config, seed, device, features_extractor)
     return Agent(TRPOPolicy(model, config, rng=seed), rollout_trajectory(env, config.n_steps))

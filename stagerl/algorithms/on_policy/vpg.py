@@ -24,8 +24,8 @@ import torch
 from torch.nn import functional as F
 
 from stagerl.algorithms._checks import check_ints, check_numbers
-from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig
-from stagerl.algorithms.on_policy.networks import ActorCritic, build_model, check_spaces
+from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig, build_model_for
+from stagerl.algorithms.on_policy.networks import ActorCritic, check_spaces
 from stagerl.algorithms.on_policy.rollout import add_discounted_returns, rollout_trajectory
 from stagerl.policies.agent import Agent
 from trajectories import EpisodeSampleRatioController
@@ -83,7 +83,8 @@ class VPGPolicy(OnPolicy):
     def __init__(self, model: ActorCritic, config: VPGConfig, rng: Any = None):
         actor, critic = model.flat_parameters()
         optimiser = torch.optim.Adam([actor], lr=config.learning_rate, fused=True)
-        super().__init__(model, optimiser, config.gamma, 1.0, None, config.normalize_states, rng)
+        super().__init__(model, optimiser, config.gamma, 1.0, None, config.normalize_states, rng,
+                         config.normalize_rewards)
         self.value_optimiser = torch.optim.Adam([critic], lr=config.value_learning_rate,
                                                 fused=True)
         self.config = config
@@ -114,16 +115,17 @@ class VPGPolicy(OnPolicy):
 
 
 def make_vpg_agent(env: Any, config: VPGConfig | None = None, seed: int = 0,
-                   device: Any = "auto") -> Agent:
+                   device: Any = "auto", features_extractor: Any = None) -> Agent:
     """An Agent that learns with VPG in ``env`` (a ``GymEnv`` or ``GymVectorEnv``); the
-    settings are checked by :class:`VPGConfig`, the env's spaces here."""
+    settings are checked by :class:`VPGConfig`, the env's spaces here. ``features_extractor``:
+    a factory of the observation space in place of the built-in ``config`` names (a shared
+    one moves with the policy's step)."""
     config = VPGConfig() if config is None else config
     who = "make_vpg_agent"
     if not isinstance(config, VPGConfig):
         raise TypeError(f"{who} needs a VPGConfig, got {type(config).__name__}")
     _, _, n_envs = check_spaces(env, who)
-    model = build_model(env, who, config.net_arch, config.log_std_init, config.ortho_init, seed,
-                        device)
+    model = build_model_for(env, who, config, seed, device, features_extractor)
     episodes = config.episodes_per_update
     # Within max_episode_steps acts every sub-env ends an episode, so an update comes within
     # ceil(episodes / n_envs) * max_episode_steps acts; each act adds at most two rows a lane.

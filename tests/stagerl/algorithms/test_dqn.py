@@ -594,16 +594,17 @@ def test_continuous_actions_are_refused_naming_the_alternatives():
         make_dqn_agent(rl.GymEnv("Pendulum-v1"), small_config())
 
 
-def test_multi_discrete_actions_and_dict_observations_are_refused():
+def test_multi_discrete_actions_and_unknown_observations_are_refused():
     class Odd(gymnasium.Env):
-        observation_space = gymnasium.spaces.Dict({"x": gymnasium.spaces.Box(0, 1, (2,))})
+        observation_space = gymnasium.spaces.Text(4)
         action_space = gymnasium.spaces.Discrete(2)
 
-    with pytest.raises(TypeError, match="FlattenObservation"):
+    with pytest.raises(TypeError, match="DQN takes Box.*got Text.*FlattenObservation"):
         make_dqn_agent(rl.GymEnv(Odd()), small_config())
     Odd.observation_space = gymnasium.spaces.Box(0, 1, (2,))
     Odd.action_space = gymnasium.spaces.MultiDiscrete([2, 2])
-    with pytest.raises(TypeError, match="Discrete action space"):
+    with pytest.raises(TypeError, match=r"DQN needs a Discrete action space, got "
+                                        r"MultiDiscrete\(\[2 2\]\); .*PPO.*ActionWrapper"):
         make_dqn_agent(rl.GymEnv(Odd()), small_config())
 
 

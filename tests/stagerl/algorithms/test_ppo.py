@@ -172,13 +172,17 @@ def test_bad_input_is_refused_at_construction():
         make_ppo_agent(cartpole, PPOConfig(clip_range_schedule="cosine"), device="cpu")
     with pytest.raises(ValueError, match="gamma must be in"):
         make_ppo_agent(cartpole, PPOConfig(gamma=1.5), device="cpu")
-    multi = gymnasium.wrappers.TransformAction(
-        gymnasium.make("CartPole-v1"), lambda a: int(a[0]),
-        gymnasium.spaces.MultiDiscrete([2, 2]))
-    with pytest.raises(TypeError, match="Discrete or flat Box action spaces"):
-        make_ppo_agent(rl.GymEnv(multi), device="cpu")
-    with pytest.raises(TypeError, match="FlattenObservation"):
-        make_ppo_agent(rl.GymEnv("FrozenLake-v1"), device="cpu")
+    dict_actions = gymnasium.wrappers.TransformAction(
+        gymnasium.make("CartPole-v1"), lambda a: int(a["push"]),
+        gymnasium.spaces.Dict(push=gymnasium.spaces.Discrete(2)))
+    with pytest.raises(TypeError, match=r"make_ppo_agent acts in Discrete, MultiDiscrete, "
+                                        r"MultiBinary or float Box action spaces, got Dict.*"
+                                        r"ActionWrapper"):
+        make_ppo_agent(rl.GymEnv(dict_actions), device="cpu")
+    text = gymnasium.wrappers.TransformObservation(
+        gymnasium.make("CartPole-v1"), lambda o: "x", gymnasium.spaces.Text(4))
+    with pytest.raises(TypeError, match="make_ppo_agent reads Box.*FlattenObservation"):
+        make_ppo_agent(rl.GymEnv(text), device="cpu")
     with pytest.raises(TypeError, match="state_space and action_space"):
         make_ppo_agent(object(), device="cpu")
     if not torch.cuda.is_available():

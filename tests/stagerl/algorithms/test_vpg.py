@@ -96,10 +96,11 @@ def test_bad_input_is_refused_at_construction():
     env = make_vector_env("CartPole-v1", 2, seed=0)
     with pytest.raises(ValueError, match="episodes_per_update must be an int >= 1"):
         make_vpg_agent(env, VPGConfig(episodes_per_update=0), device="cpu")
-    with pytest.raises(TypeError, match="Discrete or flat Box action spaces"):
+    with pytest.raises(TypeError, match=r"make_vpg_agent acts in Discrete, MultiDiscrete, "
+                                        r"MultiBinary or float Box action spaces, got Tuple"):
         make_vpg_agent(rl.GymEnv(gymnasium.wrappers.TransformAction(
             gymnasium.make("CartPole-v1"), lambda a: int(a[0]),
-            gymnasium.spaces.MultiBinary(1))), device="cpu")
+            gymnasium.spaces.Tuple([gymnasium.spaces.Discrete(2)]))), device="cpu")
 
 
 @pytest.mark.slow

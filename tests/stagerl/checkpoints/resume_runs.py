@@ -61,6 +61,17 @@ SETUPS = {
         "net_arch": (32, 32), "buffer_size": 300, "learning_starts": 100, "batch_size": 32}},
     "ddpg": {"experiment": "ddpg-pendulum", "steps": 400, "k": 333, "overrides": {
         "net_arch": (32, 32), "buffer_size": 300, "learning_starts": 100, "batch_size": 32}},
+    # MuJoCo bodies and Atari games: their simulators' state saved as data
+    "sac-halfcheetah": {"experiment": "sac-halfcheetah", "steps": 400, "k": 333, "overrides": {
+        "net_arch": (32, 32), "buffer_size": 300, "learning_starts": 100, "batch_size": 32}},
+    "ppo-hopper": {"experiment": "ppo-hopper", "steps": 300, "k": 150, "overrides": {
+        "n_steps": 64, "batch_size": 32, "n_epochs": 2, "net_arch": (32, 32)}},
+    "td3-hopper": {"experiment": "td3-hopper", "steps": 400, "k": 333, "overrides": {
+        "net_arch": (32, 32), "buffer_size": 300, "learning_starts": 100, "batch_size": 32}},
+    "dqn-atari": {"experiment": "dqn-atari", "steps": 400, "k": 333, "overrides": {
+        "learning_starts": 200, "buffer_size": 300, "target_update_interval": 100}},
+    "ppo-atari": {"experiment": "ppo-atari", "steps": 8 * 48, "k": 8 * 37, "overrides": {
+        "n_steps": 16, "batch_size": 64, "n_epochs": 1}},
 }
 EVAL_EPISODES = 3
 
@@ -109,6 +120,7 @@ def _seed_spaces(env) -> None:
         return
     for sub_env in getattr(inner, "envs", [inner]):
         sub_env.unwrapped.observation_space.seed(1)
+        sub_env.observation_space.seed(1)  # a wrapper's own (StackedFrames')
     for name in ("observation_space", "single_observation_space"):
         space = getattr(inner, name, None)
         if space is not None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 import stagerl as rl
@@ -245,7 +245,9 @@ def test_a_truncated_file_is_refused(originals, workspace, name, file, fraction,
     source, _ = originals[name]
     path = _copy(source, workspace)
     data = (path / file).read_bytes()
-    (path / file).write_bytes(data[:int(len(data) * fraction)])
+    cut = data[:int(len(data) * fraction)]
+    assume(cut.rstrip() != data.rstrip())  # a manifest without its last newline is whole
+    (path / file).write_bytes(cut)
     if recompute and file != "manifest.json":
         _recompute(path)
     with pytest.raises(CheckpointError):

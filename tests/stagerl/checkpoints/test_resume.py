@@ -303,8 +303,9 @@ def _checkpoint_is_mid_run(name: str, path: Path) -> None:
         assert tracker.running_length > 0 and not (env.is_terminated or env.is_truncated)
 
 
-# SAC here, the others in a fresh process below; every named experiment with the slow tests.
-@pytest.mark.parametrize("name", [name if name == "sac" else pytest.param(
+# SAC and PPO on Hopper (MuJoCo, normalised) here, the others in a fresh process below; every
+# named experiment with the slow tests.
+@pytest.mark.parametrize("name", [name if name in ("sac", "ppo-hopper") else pytest.param(
     name, marks=pytest.mark.slow) for name in resume_runs.SETUPS])
 def test_an_interrupted_run_resumed_in_this_process_ends_as_the_whole_run(name, tmp_path):
     whole = resume_runs.run_whole(name, tmp_path)
@@ -316,7 +317,7 @@ def test_an_interrupted_run_resumed_in_this_process_ends_as_the_whole_run(name, 
         assert whole["state/log_ent_coef"] != 0.0
 
 
-FRESH = ["tabular", "dqn", "ppo", pytest.param("sac", marks=pytest.mark.slow)]
+FRESH = ["tabular", "dqn", "ppo", "sac-halfcheetah", pytest.param("sac", marks=pytest.mark.slow)]
 
 
 @pytest.fixture(scope="module")

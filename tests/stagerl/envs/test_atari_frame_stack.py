@@ -128,16 +128,24 @@ def test_sampled_stacks_equal_the_stacks_acted_on_across_lanes_episodes_and_ring
             np.testing.assert_array_equal(next_stack, acted[key])
 
 
-def test_the_stacker_equals_dqns_frame_stack_on_the_same_frames():
-    from stagerl.algorithms.dqn.networks import FrameStack
+def test_dqn_acts_on_the_stackers_stacks():
+    from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
 
     env = rl.GymVectorEnv(vector(3, AutoresetMode.NEXT_STEP))
-    ours, dqns = FrameStacker(K), FrameStack(K)
+    agent = make_dqn_agent(env, DQNConfig(total_steps=200, stack_size=K, learning_starts=0,
+                                          exploration_initial_eps=0.0,
+                                          exploration_final_eps=0.0, buffer_size=300),
+                           device="cpu")
+    seen, stacker = [], FrameStacker(K)
+    agent.policy.acting_network.q_values = lambda x, single: (seen.append(x.copy()),
+                                                              np.zeros((3, 2)))[1]
     env.reset()
+    rl.optimise(agent, rl.PreEpisodeStage())
     for _ in range(40):
-        np.testing.assert_array_equal(ours.observe(env), dqns.observe(env.state,
-                                                                      env.episode_start))
-        env.act(np.zeros(3, np.int64))
+        expected = stacker.observe(env)
+        env.act(rl.plan(agent, env))
+        np.testing.assert_array_equal(seen[-1], expected)
+    assert len(seen) == 40
 
 
 def test_a_returned_stack_is_not_changed_by_later_pushes():

@@ -193,13 +193,38 @@ def test_num_envs_mismatch_and_bad_types():
 
 
 def test_non_array_observations_are_refused():
+    class TextObs(ScriptedLaneEnv):  # a Dict of arrays is read leaf by leaf; text is not
+        def __init__(self):
+            super().__init__()
+            self.observation_space = gymnasium.spaces.Dict(
+                {"x": self.observation_space, "name": gymnasium.spaces.Text(5)})
+
+    with pytest.raises(TypeError, match=r"needs array observations .* got Dict\('name': Text"
+                                        r".*; flatten them with gymnasium.wrappers.vector."
+                                        r"FlattenObservation"):
+        GymVectorEnv(SyncVectorEnv([TextObs, TextObs]))
+
+
+def test_dict_observations_come_as_a_dict_of_batches_the_next_step_cannot_touch():
     class DictObs(ScriptedLaneEnv):
         def __init__(self):
             super().__init__()
             self.observation_space = gymnasium.spaces.Dict({"x": self.observation_space})
 
-    with pytest.raises(TypeError, match="FlattenObservation"):
-        GymVectorEnv(SyncVectorEnv([DictObs, DictObs]))
+        def reset(self, **kwargs):
+            obs, info = super().reset(**kwargs)
+            return {"x": obs}, info
+
+        def step(self, action):
+            obs, *rest = super().step(action)
+            return ({"x": obs}, *rest)
+
+    env = GymVectorEnv(SyncVectorEnv([DictObs, DictObs]))
+    env.reset()
+    first = env.state
+    env.act(np.array([1, 1]))
+    assert set(first) == {"x"} and lanes(first["x"]) == [(0, 0, 0), (0, 0, 0)]  # unchanged
+    assert lanes(env.state["x"]) == [(0, 0, 1), (0, 0, 1)]
 
 
 @pytest.mark.parametrize("action", [np.array([1, 1, 1]), [1], 1, np.int64(0), np.array(1)])

@@ -127,7 +127,7 @@ def test_every_named_experiment_has_a_summary_and_listable_hyper_parameters():
 def test_every_module_of_the_zoo_is_a_named_experiment():
     modules = sorted(p.stem.replace("_", "-") for p in ZOO.glob("*.py")
                      if not p.stem.startswith("_"))
-    assert names() == modules and len(modules) == 13
+    assert names() == modules and len(modules) == 18
     for name in names():
         experiment = get_experiment(name)
         assert issubclass(experiment.config, RunSettings), name

@@ -47,7 +47,7 @@ def valid(name: str, field: str, kind: str, text: str) -> bool:
     return False
 
 
-DQN = ("dqn-cartpole", "dqn-cartpole-zoo", "dqn-acrobot", "rainbow-cartpole")
+DQN = ("dqn-cartpole", "dqn-cartpole-zoo", "dqn-acrobot", "rainbow-cartpole", "dqn-atari")
 
 
 CASES = [(name, field, kind, text) for name in names()
@@ -92,7 +92,13 @@ def test_each_refused_value_is_one_line_exit_2_and_nothing_written(name, tmp_pat
         assert not logdir.exists() and out == ""
 
 
-@pytest.mark.parametrize("name", names())
+#: Their accepted values take minutes (a game of Atari per evaluation): in the slow tests; the
+#: smoke runs of tests/stagerl/experiments/test_real_envs.py resume them in every run.
+SLOW_TO_ACCEPT = ("dqn-atari", "ppo-atari")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow)
+                                  if n in SLOW_TO_ACCEPT else n for n in names()])
 def test_each_accepted_value_is_written_and_resumed(name, tmp_path, capsys, quick_runs):
     fields = [row[0] for row in hyper_parameters(name)]
     smaller = ["buffer_size=64"] if "buffer_size" in fields else []  # quicker checkpoints
@@ -128,6 +134,13 @@ ENV = {**os.environ, "CI": "1"}
     ("tabular-q-random-walk", "decay_fraction=inf", "decay_fraction must be in [0, 1]"),
     ("tabular-q-random-walk", "lr=inf", "lr must be in (0, 1], got lr=inf"),
     ("trpo-cartpole", "cg_damping=nan", "cg_damping must be a finite number >= 0"),
+    ("dqn-atari", "stack_size=0", "dqn-atari: stack_size must be an int >= 1, got stack_size=0"),
+    ("ppo-atari", "frame_stack=-1", "ppo-atari: frame_stack must be an int >= 1"),
+    ("ppo-atari", "features_extractor=resnet", "features_extractor must be 'auto' or 'mlp' or "
+                                               "'nature_cnn' or 'combined'"),
+    ("sac-halfcheetah", "learning_starts=-1", "learning_starts must be an int >= 0"),
+    ("td3-hopper", "action_noise=inf", "action_noise must be a finite number >= 0"),
+    ("ppo-hopper", "activation=sigmoid", "activation must be 'tanh' or 'relu'"),
 ])
 def test_the_command_refuses_them_in_one_line(tmp_path, name, pair, message):
     result = subprocess.run([sys.executable, "-m", "stagerl", "run", name, pair, "--logdir",
