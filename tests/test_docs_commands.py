@@ -76,6 +76,20 @@ def ran(**settings):
     return check
 
 
+def limits_names_exist(command):
+    """benchmarks/limits.py is there and the experiments its ``--only`` names exist (its own
+    test, tests/test_limits.py, runs it tiny)."""
+    from stagerl.experiments import names
+
+    words = command.split()
+    assert (ROOT / words[1]).is_file(), words[1]
+    if "--only" in words:
+        chosen = words[words.index("--only") + 1:]
+        chosen = chosen[:next((i for i, w in enumerate(chosen) if w.startswith("--")),
+                              len(chosen))]
+        assert chosen and set(chosen) <= set(names()), chosen
+
+
 def printed(*texts):
     def check(command, result, ws):
         for text in texts:
@@ -211,6 +225,10 @@ COMMANDS = {
         Skip(MEMORY, scripts_exist),
     "python benchmarks/atari_memory.py --library sb3 --transitions 1000000 --limit-gb 3":
         Skip(MEMORY, scripts_exist),
+    "python benchmarks/limits.py": Skip(TIMING, limits_names_exist),
+    "python benchmarks/limits.py --only dqn-cartpole sac-pendulum --scale 0.1 --repeats 3":
+        Skip(TIMING, limits_names_exist),
+    "python benchmarks/limits.py --scale 0.05 --write": Skip(TIMING, limits_names_exist),
     "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
         Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
     "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "
