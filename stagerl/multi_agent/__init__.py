@@ -6,7 +6,6 @@ Public API only; no logic lives here.
 
 from stagerl.multi_agent.env import MultiAgentEnv
 from stagerl.multi_agent.hooks import MultiAgentHook, WinDrawLoss
-from stagerl.multi_agent.lanes import PlayerLanes
 from stagerl.multi_agent.pettingzoo import PettingZooEnv, PettingZooParallelEnv
 from stagerl.multi_agent.player_columns import MultiAgentCSVLogger
 from stagerl.multi_agent.policy import MultiAgentPolicy, Turns
@@ -28,7 +27,6 @@ __all__ = [
     "MultiAgentHook",
     "WinDrawLoss",
     "MultiAgentCSVLogger",
-    "PlayerLanes",
     "TicTacToe",
     "RockPaperScissors",
     "PettingZooEnv",

@@ -18,7 +18,7 @@ from typing import Any
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, plan, push
 from stagerl.core.policy import Policy
 from stagerl.core.stages import PostExperimentStage, PreExperimentStage
-from stagerl.multi_agent.lanes import install_player_lanes
+from stagerl.multi_agent.lanes import give_player_lanes
 from stagerl.multi_agent.views import view_of
 from stagerl.policies.agent import Agent
 
@@ -92,7 +92,7 @@ class MultiAgentPolicy(Policy):
         self.players: tuple = ()
         self.player_policies: dict = {}
         self.views: dict = {}
-        self.lanes: dict = {}  # player -> ((PlayerLanes, lane), ...) to point before its calls
+        self.lanes: dict = {}  # player -> ((trajectory, lane),) to point at before its calls
 
     def __getitem__(self, player: Any) -> Policy:
         if self.game is None and self.policy_mapping is None:
@@ -118,9 +118,9 @@ class MultiAgentPolicy(Policy):
                 agents.setdefault(id(player_policies[player]), []).append(player)
         lanes: dict = {p: () for p in players}
         for group in agents.values():
-            recorder = install_player_lanes(player_policies[group[0]], tuple(group), game)
+            trajectory = give_player_lanes(player_policies[group[0]], tuple(group), game)
             for lane, player in enumerate(group):
-                lanes[player] = ((recorder, lane),)
+                lanes[player] = ((trajectory, lane),)
                 views[player].lane = lane
         self.game, self.players, self.player_policies = game, players, player_policies
         self.views, self.lanes = views, lanes

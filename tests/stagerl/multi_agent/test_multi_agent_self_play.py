@@ -109,3 +109,13 @@ def test_each_players_view_names_its_lane_in_the_shared_agent():
     policy = MultiAgentPolicy({"player_1": Scripted([0]), "player_2": alone})
     policy.bind(TicTacToe())
     assert policy.views["player_2"].lane == 0 and alone.trajectory.container.n_lanes == 1
+
+
+def test_a_shared_agents_trajectory_is_pointed_at_lanes_never_patched():
+    shared = sarts_agent({"player_1": [0, 1, 2], "player_2": [3, 4]})
+    push_before = shared.trajectory.push
+    rl.run(MultiAgentPolicy({"player_1": shared, "player_2": shared}), TicTacToe(),
+           rl.StopAfterNEpisodes(1, progress=False))
+    assert "push" not in vars(shared.trajectory)
+    assert shared.trajectory.push.__func__ is push_before.__func__ is rl.Trajectory.push
+    assert shared.trajectory.lane in (0, 1)  # the last player it recorded for
