@@ -12,6 +12,7 @@ from stagerl.multi_agent.policy import MultiAgentPolicy, Turns
 from stagerl.multi_agent.rock_paper_scissors import RockPaperScissors
 from stagerl.multi_agent.styles import SEQUENTIAL, SIMULTANEOUS, DynamicStyle
 from stagerl.multi_agent.tic_tac_toe import TicTacToe
+from stagerl.multi_agent.versus import MaskedVersus, Versus
 from stagerl.multi_agent.views import MaskedPlayerView, PlayerView, view_of
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "MultiAgentHook",
     "WinDrawLoss",
     "MultiAgentCSVLogger",
+    "Versus",
+    "MaskedVersus",
     "TicTacToe",
     "RockPaperScissors",
     "PettingZooEnv",
