@@ -14,6 +14,7 @@ from stagerl.multi_agent.styles import SEQUENTIAL, SIMULTANEOUS, DynamicStyle
 from stagerl.multi_agent.tic_tac_toe import TicTacToe
 from stagerl.multi_agent.versus import MaskedVersus, Versus
 from stagerl.multi_agent.views import MaskedPlayerView, PlayerView, view_of
+from stagerl.multi_agent.wrappers import FlattenStates, GameWrapper
 
 __all__ = [
     "MultiAgentEnv",
@@ -30,6 +31,8 @@ __all__ = [
     "MultiAgentCSVLogger",
     "Versus",
     "MaskedVersus",
+    "GameWrapper",
+    "FlattenStates",
     "TicTacToe",
     "RockPaperScissors",
     "PettingZooEnv",

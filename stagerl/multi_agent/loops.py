@@ -201,7 +201,8 @@ def run_sequential(experiment: Any, start_at: Any = None) -> None:
 
 def _players_finish_apart(env: Any) -> bool:
     # Per-player flags that are not the episode's: a player may be done before the others.
-    return any(getattr(type(env), name, None) is not getattr(MultiAgentEnv, name)
+    game = getattr(env, "unwrapped", env)
+    return any(getattr(type(game), name, None) is not getattr(MultiAgentEnv, name)
                for name in ("is_terminated_for", "is_truncated_for"))
 
 

@@ -1,4 +1,4 @@
-"""Diagonal-Gaussian helpers for continuous-action policies, in torch.
+"""Diagonal-Gaussian helpers for continuous-action policies, and a masked categorical, in torch.
 
 Every constant is a Python float, so the helpers work on any device and inside any graph without
 a host-to-device copy; the standard deviation is parametrised by its logarithm (``log_std``), the
@@ -18,6 +18,8 @@ __all__ = [
     "diag_gaussian_entropy",
     "diag_gaussian_sample",
     "squashed_diag_gaussian_log_prob",
+    "MASKED_LOGIT",
+    "masked_categorical_log_prob_entropy",
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -104,3 +106,38 @@ def squashed_diag_gaussian_log_prob(
     """
     log_det_jacobian = 2.0 * (_LOG_2 - pre_tanh - F.softplus(-2.0 * pre_tanh))
     return diag_gaussian_log_prob(mean, log_std, pre_tanh) - log_det_jacobian.sum(-1)
+
+
+#: The logit an illegal action gets: finite, so that no ``0 * -inf`` makes a NaN, and low enough
+#: that its probability is exactly 0 in float32 (as sb3-contrib's MaskableCategorical).
+MASKED_LOGIT = -1e8
+
+
+def masked_categorical_log_prob_entropy(
+    logits: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None,
+    entropy: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The log-probability of ``actions`` ``(B,)`` under the categorical of ``logits`` ``(B, n)``
+    restricted to the legal actions of ``mask`` (bool ``(B, n)``; ``None``: all legal), and its
+    entropy ``(B,)`` (``None`` with ``entropy=False``). Illegal actions get the logit
+    :data:`MASKED_LOGIT`: probability 0, no share of the entropy, no gradient.
+
+    Example:
+        >>> import torch
+        >>> from stagerl.utils.distributions import masked_categorical_log_prob_entropy
+        >>> logits, mask = torch.zeros(1, 4), torch.tensor([[True, True, False, False]])
+        >>> log_prob, entropy = masked_categorical_log_prob_entropy(logits, torch.tensor([1]),
+        ...                                                         mask)
+        >>> round(log_prob.exp().item(), 4), round(entropy.item(), 4)   # 1/2 each, log 2
+        (0.5, 0.6931)
+    """
+    if mask is not None:
+        logits = torch.where(mask, logits, MASKED_LOGIT)
+    log_probs = F.log_softmax(logits, dim=-1)
+    log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+    if not entropy:
+        return log_prob, None
+    terms = log_probs.exp() * log_probs
+    if mask is not None:
+        terms = torch.where(mask, terms, 0.0)
+    return log_prob, -terms.sum(-1)

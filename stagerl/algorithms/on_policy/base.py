@@ -78,7 +78,11 @@ class OnPolicy(Policy):
 
     * ``plan`` samples from the actor (argmax or the clipped mean while ``deterministic``,
       drawing nothing from ``rng``) and keeps the step's log-probability and value, which the
-      Agent records with the step.
+      Agent records with the step (one pending step per lane: a game's players played by one
+      policy each keep theirs, ``env.lane``). A ``masked`` policy samples among
+      ``env.legal_actions_mask`` (a categorical of the legal actions), and the trajectory
+      stores the mask of every state, which the loss reads back; a policy that is not
+      ``masked`` refuses an env with masks (``validate``).
     * ``postprocess(rollout)`` adds fields to the ``(T, n_lanes)`` rollout (see the module
       docstring); the default adds GAE ``advantage`` and ``return`` (``gamma``, ``gae_lambda``).
     * ``update(batch)`` learns from the flat batch of the rollout's transitions (torch tensors);
@@ -106,7 +110,9 @@ class OnPolicy(Policy):
         self.env_steps = 0  # transitions learned from (schedules read it)
         self.n_updates = 0
         self.stats: dict[str, float] = {}  # the last update's figures (losses, KL...)
-        self._step = None  # (stored action, log_prob, value, state) of the last plan
+        self.masked = False  # act among env.legal_actions_mask (set by an algorithm that learns so)
+        # lane -> (action, stored action, log_prob, value, state) of the lane's last plan
+        self._steps: dict[int, tuple] = {}
 
     # -- acting ------------------------------------------------------------------------------------
     def states_tensor(self, states: np.ndarray) -> torch.Tensor:
@@ -114,12 +120,15 @@ class OnPolicy(Policy):
         x = self.state_rms.normalize(states) if self.state_rms is not None else states
         return torch.as_tensor(x, dtype=torch.float32, device=self.device)
 
-    def sample(self, states: np.ndarray, action_space: Any) -> tuple:
+    def sample(self, states: np.ndarray, action_space: Any, mask: Any = None) -> tuple:
         """For a batch of observations: the actions for the env (Gaussian ones clipped to the
         Box), the actions to store (unclipped), their log-probabilities and the values. While
-        ``deterministic``: the argmax or the clipped mean, and nothing is drawn from ``rng``."""
+        ``deterministic``: the argmax or the clipped mean, and nothing is drawn from ``rng``.
+        ``mask`` (bool, one row per observation): categorical actions among the legal ones."""
         out, log_std, value = self.model.act_outputs(self.states_tensor(states))
         if self.model.discrete:
+            if mask is not None:  # illegal actions: probability 0 (exp(-inf)), never drawn
+                out = np.where(mask, out, -np.inf)
             if self.deterministic:
                 return out.argmax(axis=1), None, None, value
             z = out - out.max(axis=1, keepdims=True)
@@ -204,6 +213,14 @@ class OnPolicy(Policy):
             state["state_rms"] = {"mean": rms.mean, "var": rms.var, "count": rms.count}
         return state
 
+    def validate(self, env: Any) -> None:
+        if not self.masked and (hasattr(type(env), "legal_actions_mask")
+                                or hasattr(env, "legal_actions_mask")):
+            raise TypeError(
+                f"{type(self).__name__} acts without legal-action masks, but {env!r} has them "
+                "(legal_actions_mask): it would choose illegal actions; PPO acts and learns "
+                "with masks (make_ppo_agent on this env)")
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         for name, opt in self.optimisers().items():
@@ -219,18 +236,23 @@ class OnPolicy(Policy):
 def _plan_on_policy(policy: OnPolicy, env):
     vector = isinstance(env, VectorEnv)  # a batch of states, or one
     state = env.state
+    mask = None
+    if policy.masked:
+        mask = np.asarray(env.legal_actions_mask, dtype=bool)
+        mask = mask if vector else mask[None]
     env_action, stored, log_prob, value = policy.sample(
-        state if vector else np.asarray(state)[None], env.single_action_space)
+        state if vector else np.asarray(state)[None], env.single_action_space, mask)
     if not vector:
         env_action = int(env_action[0]) if policy.model.discrete else env_action[0]
     if not policy.deterministic:  # recorded with the step (PostAct)
-        policy._step = (env_action, stored, log_prob, value, state)
+        policy._steps[getattr(env, "lane", 0)] = (env_action, stored, log_prob, value, state)
     return env_action
 
 
 def _record_on_policy_step(agent: Any, env: Any, action: Any) -> None:
     policy = agent.policy
-    planned, stored, log_prob, value, state = policy._step or (None,) * 5
+    planned, stored, log_prob, value, state = policy._steps.get(getattr(env, "lane", 0),
+                                                                (None,) * 5)
     if action is not planned:
         raise RuntimeError(
             f"{type(policy).__name__} records the log-probability and value of the action its "

@@ -15,6 +15,7 @@ from torch.nn import functional as F
 
 from stagerl.algorithms._checks import single_spaces
 from stagerl.utils.devices import resolve_device
+from stagerl.utils.distributions import masked_categorical_log_prob_entropy
 from stagerl.utils.networks import mlp
 
 __all__ = ["ActorCritic", "RunningMeanStd", "check_spaces", "build_model", "LOG_SQRT_2PI"]
@@ -121,15 +122,15 @@ class ActorCritic(nn.Module):
         return self.forward_mlp(states, "critic").squeeze(-1)
 
     def log_prob_entropy(self, states: torch.Tensor, actions: torch.Tensor,
-                         entropy: bool = True) -> tuple:
+                         entropy: bool = True, mask: torch.Tensor | None = None) -> tuple:
         """The log-probability of ``actions`` in ``states`` ``(B,)`` and the entropy (``(B,)``
         for categorical policies, a scalar for Gaussian ones: it depends on ``log_std`` alone;
-        ``None`` with ``entropy=False``, which saves its share of the backward pass)."""
+        ``None`` with ``entropy=False``, which saves its share of the backward pass).
+        ``mask`` (bool ``(B, n)``, categorical policies): the categorical of the legal actions
+        (see ``stagerl.utils.distributions.masked_categorical_log_prob_entropy``)."""
         out = self.forward_mlp(states, "actor")
         if self.discrete:
-            log_probs = F.log_softmax(out, dim=-1)
-            log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
-            return log_prob, -(log_probs.exp() * log_probs).sum(-1) if entropy else None
+            return masked_categorical_log_prob_entropy(out, actions, mask, entropy)
         z = (actions - out) * torch.exp(-self.log_std)
         log_prob = (-0.5 * z * z - self.log_std - LOG_SQRT_2PI).sum(-1)
         return log_prob, (self.log_std + 0.5 + LOG_SQRT_2PI).sum() if entropy else None

@@ -40,7 +40,9 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
                        lane_capacity: int | None = None) -> Trajectory:
     """The trajectory of an on-policy agent: SARTS traces plus ``log_prob``, ``value`` and
     ``truncated``, one lane per sub-env, whose controller allows one sample per rollout of
-    ``n_steps`` transitions per sub-env (or ``controller``'s rule).
+    ``n_steps`` transitions per sub-env (or ``controller``'s rule). In an env with legal-action
+    masks (a game's player) every state's mask is stored too (``legal_actions_mask``: the mask
+    each action was drawn under).
 
     Each episode end adds a boundary row to its lane (its last state, then the next episode's
     first state), so a lane holds ``2 * n_steps + 1`` rows by default (``lane_capacity``).
@@ -57,8 +59,11 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
         action = (np.int64, ())
     else:
         action = (np.float32, action_space.shape)
+    masked = hasattr(type(env), "legal_actions_mask") or hasattr(env, "legal_actions_mask")
+    mask = (np.bool_, (int(action_space.n),)) if masked and isinstance(
+        action_space, gymnasium.spaces.Discrete) else None
     traces = CircularArraySARTSTraces(capacity, state=(np.float32, state_space.shape),
-                                      action=action) + Traces(
+                                      action=action, legal_actions_mask=mask) + Traces(
         log_prob=CircularArrayBuffer(capacity, (), np.float32),
         value=CircularArrayBuffer(capacity, (), np.float32),
         truncated=CircularArrayBuffer(capacity, (), np.bool_))
@@ -85,10 +90,11 @@ def read_rollout(container: Any, policy: Any) -> dict:
     ``policy`` (an ``OnPolicy``) gives the critic's values where a chain is bootstrapped.
 
     Fields: the traces (``state``, ``action``, ``reward``, ``terminal``, ``truncated``,
-    ``log_prob``, ``value``), ``valid`` (False on padding, where a lane has fewer than ``T``
-    steps), ``chain_end`` (the next row does not continue the episode) and ``bootstrap_value``
-    (the critic's value of the next state where a chain ends without a terminal step: a
-    truncated episode's true final observation, or the state after the rollout's last step).
+    ``log_prob``, ``value``, and ``legal_actions_mask`` when stored), ``valid`` (False on
+    padding, where a lane has fewer than ``T`` steps), ``chain_end`` (the next row does not
+    continue the episode) and ``bootstrap_value`` (the critic's value of the next state where a
+    chain ends without a terminal step: a truncated episode's true final observation, or the
+    state after the rollout's last step).
     """
     n = len(container)
     rows = np.arange(n)
@@ -113,6 +119,8 @@ def read_rollout(container: Any, policy: Any) -> dict:
         return out
 
     names = ("state", "action", "reward", "terminal", "truncated", "log_prob", "value")
+    if "legal_actions_mask" in container.keys():
+        names += ("legal_actions_mask",)
     columns = {name: container.take(name, idx) for name in names}
     bootstrap = np.zeros(len(idx), dtype=np.float32)
     ends = ~continues & ~columns["terminal"]
