@@ -6,8 +6,9 @@ Public API only; no logic lives here.
 
 from stagerl.multi_agent.env import MultiAgentEnv
 from stagerl.multi_agent.hooks import MultiAgentHook, WinDrawLoss
+from stagerl.multi_agent.opponents import AlwaysSameMove, BeatLastMove, MixedPerEpisode
 from stagerl.multi_agent.pettingzoo import PettingZooEnv, PettingZooParallelEnv
-from stagerl.multi_agent.player_columns import MultiAgentCSVLogger
+from stagerl.multi_agent.player_columns import MultiAgentCSVLogger, MultiAgentTensorBoardLogger
 from stagerl.multi_agent.policy import MultiAgentPolicy, Turns
 from stagerl.multi_agent.rock_paper_scissors import RockPaperScissors
 from stagerl.multi_agent.styles import SEQUENTIAL, SIMULTANEOUS, DynamicStyle
@@ -29,10 +30,14 @@ __all__ = [
     "MultiAgentHook",
     "WinDrawLoss",
     "MultiAgentCSVLogger",
+    "MultiAgentTensorBoardLogger",
     "Versus",
     "MaskedVersus",
     "GameWrapper",
     "FlattenStates",
+    "AlwaysSameMove",
+    "BeatLastMove",
+    "MixedPerEpisode",
     "TicTacToe",
     "RockPaperScissors",
     "PettingZooEnv",

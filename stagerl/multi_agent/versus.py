@@ -21,13 +21,16 @@ from typing import Any
 
 import numpy as np
 
-from stagerl.core.dispatch import DEFAULT_PRECEDENCE, plan
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, plan, push
 from stagerl.core.env import Env
 from stagerl.core.policy import Policy
+from stagerl.core.stages import PreEpisodeStage
 from stagerl.multi_agent.policy import MultiAgentPolicy
 from stagerl.multi_agent.views import view_of
 
 __all__ = ["Versus", "MaskedVersus"]
+
+_PRE_EPISODE = PreEpisodeStage()
 
 
 class Versus(Env):
@@ -37,7 +40,8 @@ class Versus(Env):
         game: a multi-agent game (``stagerl.multi_agent.MultiAgentEnv``).
         opponents: ``{player: policy}``: a policy for every player that is not the seat (with
             several seats, for every player but each one). The same policy may play several
-            players. Opponents only ``plan``: they are told no stages and learn nothing.
+            players. Opponents are told each episode's start (``PreEpisode``, with the view
+            of the first player they play) and asked to ``plan``; they learn nothing.
         seats: the player this env is played as, or a tuple of players taken in turn, one per
             episode (``seats[k % len(seats)]`` in the ``k``-th episode from 0): an evaluation
             in both seats of a two-player game alternates them.
@@ -124,6 +128,12 @@ class Versus(Env):
         self.seat = self.seats[self.episodes % len(self.seats)]
         self.episodes += 1
         self.game.reset()
+        told: set[int] = set()
+        for player in self.game.players:
+            opponent = self.opponents.get(player)
+            if player != self.seat and opponent is not None and id(opponent) not in told:
+                told.add(id(opponent))
+                push(opponent, _PRE_EPISODE, self.views[player])
         self._opponents_move()
 
     def act(self, action: Any) -> None:
