@@ -47,7 +47,8 @@ def valid(name: str, field: str, kind: str, text: str) -> bool:
     return False
 
 
-DQN = ("dqn-cartpole", "dqn-acrobot", "rainbow-cartpole")
+DQN = ("dqn-cartpole", "dqn-acrobot", "rainbow-cartpole", "dqn-tictactoe",
+       "dqn-tictactoe-selfplay")
 
 
 CASES = [(name, field, kind, text) for name in names()
@@ -58,7 +59,7 @@ VALID = [c for c in CASES if valid(*c)]
 
 def test_the_walk_covers_every_setting_of_every_experiment():
     assert len(CASES) == 5 * sum(len(hyper_parameters(name)) for name in names())
-    assert 40 < len(VALID) < 150 < len(INVALID)
+    assert 40 < len(VALID) < 250 < len(INVALID)
 
 
 @pytest.fixture(scope="module")
