@@ -13,7 +13,7 @@ import stagerl as rl
 from stagerl.algorithms.dqn import DQNConfig, DQNPolicy, make_dqn_agent, td_target
 from stagerl.algorithms.dqn.networks import QNetwork
 from stagerl.algorithms.dqn.replay import BurstSampler, as_tensors, make_dqn_trajectory
-from stagerl.multi_agent import MultiAgentPolicy, TicTacToe, view_of
+from stagerl.multi_agent import GameWrapper, MultiAgentPolicy, TicTacToe, view_of
 
 CPU = torch.device("cpu")
 
@@ -162,3 +162,41 @@ def test_tabular_q_learning_gives_a_next_state_without_legal_actions_the_same_va
                     "terminal": [False, False], "next_state": [2, 2],
                     "next_legal_actions_mask": np.array([[False, False], [False, True]])})
     assert learner.values(1).tolist() == [0.5, 1.0]  # 0.5 * (1 + 0); 0.5 * (1 + 0.5 * 2)
+
+
+class CutAfterPlies(GameWrapper):
+    """Tic-tac-toe cut by a time limit after ``plies`` moves (truncated, not terminated)."""
+
+    def __init__(self, game, plies):
+        super().__init__(game)
+        self.plies, self.moves = plies, 0
+
+    def reset(self):
+        self.game.reset()
+        self.moves = 0
+
+    def act(self, action):
+        self.game.act(action)
+        self.moves += 1
+
+    @property
+    def is_truncated(self):
+        return self.moves >= self.plies and not self.game.is_terminated
+
+
+def test_a_row_cut_by_a_time_limit_while_the_other_player_is_to_move_is_worth_its_reward():
+    game = CutAfterPlies(TicTacToe(), plies=3)
+    config = DQNConfig(total_steps=100, learning_starts=1_000, net_arch=(8,), buffer_size=50)
+    learner = make_dqn_agent(view_of(game, "player_1"), config, seed=0, device="cpu")
+    rl.run(MultiAgentPolicy({"player_1": learner, "player_2": rl.RandomPolicy(rng=0)}), game,
+           rl.StopAfterNEpisodes(1, progress=False))
+    rows = learner.trajectory.container
+    assert rows["terminal"].tolist() == [False, False]  # truncated: bootstrapped
+    last_mask = rows["next_legal_actions_mask"][-1]
+    assert not last_mask.any()  # seen while player_2 was to move
+    batch = {name: rows[name] for name in ("state", "next_state", "action", "reward",
+                                           "terminal", "next_legal_actions_mask")}
+    targets = td_target(learner.policy, as_tensors(batch, CPU))
+    assert targets[-1].item() == rows["reward"][-1] == 0.0  # not bootstrapped: worth 0
+    batch["next_legal_actions_mask"] = np.ones_like(batch["next_legal_actions_mask"])
+    assert td_target(learner.policy, as_tensors(batch, CPU))[-1].item() != 0.0  # else it would
