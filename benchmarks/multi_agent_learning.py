@@ -103,14 +103,18 @@ def judge(name: str, seats: dict, reached: int | None) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("experiments", nargs="*", default=list(TARGETS), choices=list(TARGETS))
+    parser.add_argument("experiments", nargs="*", metavar="experiment",
+                        help=f"default: all ({', '.join(TARGETS)})")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, help="env steps (default: each experiment's)")
     parser.add_argument("--games", type=int, default=1000, help="evaluation games per seat")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.experiments if name not in TARGETS]
+    if unknown:
+        parser.error(f"unknown experiments {unknown}; choose from {', '.join(TARGETS)}")
     missed = 0
-    for name in args.experiments:
+    for name in args.experiments or list(TARGETS):
         print(f"{name}: target {TARGETS[name]}")
         for seed in args.seeds:
             policy, (returns, ends), config, seconds = train(name, seed, args.steps)

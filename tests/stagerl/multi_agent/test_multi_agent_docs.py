@@ -80,3 +80,17 @@ def test_the_self_play_example_beats_masked_random_in_both_seats():
         assert line.startswith(f"as {seat} against masked random: win ")
         win = float(line.split("win ")[1].split("%")[0])
         assert win > 50.0  # random against random: 58% as the first player, 29% as the second
+
+
+def test_the_learning_benchmark_runs_each_experiment_and_prints_its_figures():
+    script = ROOT / "benchmarks" / "multi_agent_learning.py"
+    result = subprocess.run([sys.executable, str(script), "--seeds", "0", "--steps", "1200",
+                             "--games", "10"], capture_output=True, text=True, timeout=300,
+                            cwd=ROOT, env={**os.environ, "CI": "1"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines[::2]] == [
+        "dqn-tictactoe", "ppo-rps", "dqn-tictactoe-selfplay"]
+    assert all(line.startswith("  seed 0: 1,200 env steps") for line in lines[1::2])
+    assert "player_1 vs evaluation opponent" in lines[5] and "player_2 vs" in lines[5]
+    assert "win " in lines[1] and "draw " in lines[1] and "loss " in lines[1]
