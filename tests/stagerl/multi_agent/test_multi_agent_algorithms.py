@@ -137,3 +137,21 @@ def test_an_on_policy_algorithm_without_masks_refuses_a_masked_game_naming_the_p
     assert "player 'player_2'" in message and "A2CPolicy" in message
     assert "legal-action masks" in message and "PPO" in message
     assert len(a2c.trajectory) == 0
+
+
+def test_a_ppo_playing_both_players_learns_from_rollouts_over_both_lanes():
+    game = FlattenStates(TicTacToe())
+    shared = _ppo(game, "player_1", n_steps=64, batch_size=32)
+    seen = []
+    learn = shared.policy.learn
+
+    def learn_and_look(container):
+        seen.append(container.lane_lengths())
+        learn(container)
+
+    shared.policy.learn = learn_and_look
+    rl.run(MultiAgentPolicy({"player_1": shared, "player_2": shared}), game,
+           rl.StopAfterNSteps(800, progress=False))
+    assert shared.policy.n_updates == len(seen) == 800 // 64
+    assert shared.policy.env_steps == 64 * shared.policy.n_updates  # the moves of both players
+    assert all(a > 0 and b > 0 for a, b in seen)  # every rollout holds both players' moves
