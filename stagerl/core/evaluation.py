@@ -80,9 +80,9 @@ def evaluate(policy: Policy, env: Any, episodes: int = 20,
         (3, True)
     """
     require_positive_int("evaluate", "episodes", episodes)
-    if getattr(env, "players", None):  # a game: each player's returns (stagerl.multi_agent)
-        from stagerl.multi_agent.evaluation import evaluate_players
-
+    # A game evaluates its players itself (stagerl.multi_agent), as it runs its own loop.
+    evaluate_players = getattr(getattr(env, "dynamic_style", None), "evaluate", None)
+    if evaluate_players is not None:
         return evaluate_players(policy, env, episodes, max_episode_steps)
     returns: list[float] = []
     with deterministic(policy) as acting:

@@ -162,14 +162,12 @@ class MultiAgentPolicy(Policy):
 
     def validate(self, env: Any) -> None:
         """Bind to ``env`` (see :meth:`bind`) and let every player's policy validate that
-        player's view; an error names the player. On a :class:`~stagerl.multi_agent.Versus`
-        (one seat of a game against fixed opponents) each seat's policy validates the env,
-        and nothing is bound."""
-        from stagerl.multi_agent.versus import Versus
-
-        if isinstance(env, Versus):
-            for seat in env.seats:
-                self.policy_of(seat, env.game).validate(env)
+        player's view; an error names the player. An env that one seat of a game plays (a
+        :class:`~stagerl.multi_agent.Versus`) validates the policies of its seats itself
+        (``env.validate_seats(policy)``), and nothing is bound."""
+        validate_seats = getattr(env, "validate_seats", None)
+        if validate_seats is not None:
+            validate_seats(self)
             return
         self.bind(env)
         for player in self.players:

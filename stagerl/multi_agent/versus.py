@@ -151,6 +151,18 @@ class Versus(Env):
             self._opponents_move()
         self.last_action = action
 
+    def validate_seats(self, policy: MultiAgentPolicy) -> None:
+        """Let the policy ``policy`` maps each seat to validate this env (a
+        ``MultiAgentPolicy`` playing it calls this); an error names the seat."""
+        for seat in self.seats:
+            member = policy.policy_of(seat, self.game)
+            try:
+                member.validate(self)
+            except (TypeError, ValueError) as error:
+                kind = TypeError if isinstance(error, TypeError) else ValueError
+                raise kind(f"seat {seat!r} of {self!r} cannot be played by "
+                           f"{type(member).__name__}: {error}") from error
+
     def _opponents_move(self) -> None:
         game, seat = self.game, self.seat
         if game.dynamic_style.simultaneous:

@@ -234,3 +234,15 @@ def test_a_scored_game_reports_those_players_rewards_to_game_level_hooks():
     with pytest.raises(ValueError, match="not players"):
         TicTacToe().score("player_3")
     assert TicTacToe().score("player_1").score().scored_players is None
+
+
+def test_a_seat_whose_policy_refuses_the_env_is_named_before_anything_runs():
+    from stagerl.algorithms.on_policy import A2CConfig, make_a2c_agent
+
+    game = FlattenStates(TicTacToe())
+    a2c = make_a2c_agent(view_of(game, "player_2"), A2CConfig(n_steps=8), seed=0, device="cpu")
+    policy = MultiAgentPolicy({"player_1": rl.RandomPolicy(rng=0), "player_2": a2c})
+    versus = Versus(FlattenStates(TicTacToe()), {"player_1": rl.RandomPolicy(rng=1)}, "player_2")
+    with pytest.raises(TypeError, match="seat 'player_2' .* cannot be played by A2CPolicy"):
+        rl.evaluate(policy, versus, episodes=1)
+    assert versus.episodes == 0
