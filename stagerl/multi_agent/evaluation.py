@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stagerl.core.evaluation import acting_policy, deterministic
+from stagerl.core.evaluate import acting_policy, deterministic
 from stagerl.core.hooks import EmptyHook
 from stagerl.core.run import Experiment
 from stagerl.core.stop_conditions import StopAfterNEpisodes, StopAfterNSteps, StopIfAny

@@ -242,7 +242,7 @@ class MultiAgentPolicy(Policy):
 
 def _acting_policies(policies: dict) -> list:
     """The policy that acts for each of ``policies`` (an Agent's inner one), each once."""
-    from stagerl.core.evaluation import acting_policy
+    from stagerl.core.evaluate import acting_policy
 
     found: dict[int, Any] = {}
     for member in policies.values():

@@ -1,5 +1,6 @@
-"""docs/multi_agent.md runs as written (one namespace for the page), and the example script
-learns."""
+"""docs/multi_agent.md's Python blocks run as written (one namespace for the page), and the
+example scripts and the learning benchmark run (the page's command lines are rows of
+tests/test_docs_commands.py)."""
 
 from __future__ import annotations
 
@@ -38,24 +39,6 @@ def test_the_python_blocks_run(capsys, monkeypatch):
     assert printed[12] == "False"
     assert len(printed) == 13
     assert namespace["shared"].trajectory.container.n_lanes == 2
-
-
-def test_the_commands_run_with_fewer_steps(tmp_path, capsys, monkeypatch):
-    """Each ``$ stagerl`` line of the page, run in a fresh directory (``run`` with ``--steps
-    300``: the page's runs take their experiments' full length)."""
-    from stagerl.cli import main
-
-    blocks = re.findall(r"```console\n(.*?)```", DOC.read_text(), flags=re.DOTALL)
-    commands = [line[2:].split() for block in blocks for line in block.splitlines()
-                if line.startswith("$ stagerl ")]
-    assert [c[1] for c in commands] == ["run", "run", "run", "eval", "plot"]
-    monkeypatch.chdir(tmp_path)
-    for command in commands:
-        argv = command[1:] + (["--steps", "300", "--no-tensorboard"]
-                              if command[1] == "run" else [])
-        assert main(argv) == 0, (command, capsys.readouterr().err)
-    assert (tmp_path / "runs" / "ttt" / "learning_curve.png").is_file()
-    assert (tmp_path / "runs" / "selfplay" / "summary.json").is_file()
 
 
 def test_the_example_script_learns_to_beat_a_random_first_player():

@@ -13,7 +13,7 @@ import pytest
 import stagerl as rl
 from stagerl.cli import main
 from stagerl.experiments import configure, get_experiment, train
-from stagerl.experiments.evaluation import evaluate_checkpoint
+from stagerl.experiments.checkpoint_evaluation import evaluate_checkpoint
 from stagerl.multi_agent import Versus
 
 
