@@ -200,3 +200,41 @@ def test_a_row_cut_by_a_time_limit_while_the_other_player_is_to_move_is_worth_it
     assert targets[-1].item() == rows["reward"][-1] == 0.0  # not bootstrapped: worth 0
     batch["next_legal_actions_mask"] = np.ones_like(batch["next_legal_actions_mask"])
     assert td_target(learner.policy, as_tensors(batch, CPU))[-1].item() != 0.0  # else it would
+
+
+def _empty_squares(boards):
+    return (boards[..., 0] + boards[..., 1]).reshape(len(boards), 9) == 0
+
+
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_self_play_samples_of_both_lanes_after_ring_wraps_carry_their_next_states_masks(n_step):
+    game = TicTacToe()
+    # exploring only (no update before learning_starts): the replay, not the learning
+    config = DQNConfig(total_steps=2_000, learning_starts=5_000, net_arch=(8,), buffer_size=100,
+                       n_step=n_step, gamma=0.5)
+    shared = make_dqn_agent(view_of(game, "player_1"), config, seed=3, device="cpu")
+    rl.run(MultiAgentPolicy({"player_1": shared, "player_2": shared}), game,
+           rl.StopAfterNSteps(2_000, progress=False))  # each lane's 50 slots wrap ~20 times
+    trajectory = shared.trajectory
+    assert trajectory.container.n_lanes == 2
+    assert trajectory.controller.n_inserted > 15 * config.buffer_size
+    for _ in range(10):
+        rows = trajectory.sampler.sample(trajectory.container).rows
+        state, following = rows["state"], rows["next_state"]
+        assert len(state) == config.batch_size
+        # one player's boards: the other's marks never fewer, one player's turn at both ends
+        to_move = _other_marks(state) - _own_marks(state)
+        alive = ~rows["terminal"].astype(bool)
+        assert ((_other_marks(following) - _own_marks(following))[alive] == to_move[alive]).all()
+        np.testing.assert_array_equal(rows["next_legal_actions_mask"][alive],
+                                      _empty_squares(following[alive]))
+        assert not rows["next_legal_actions_mask"][~alive].any()  # a final board: none legal
+        assert _empty_squares(state)[np.arange(len(state)), rows["action"]].all()
+
+
+def _own_marks(boards):
+    return boards[..., 0].reshape(len(boards), -1).sum(axis=1)
+
+
+def _other_marks(boards):
+    return boards[..., 1].reshape(len(boards), -1).sum(axis=1)
