@@ -209,6 +209,8 @@ COMMANDS = {
     "make bench": Skip(TIMING, benchmarks_exist),
     "python benchmarks/algorithms.py": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only dqn": Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/algorithms.py --only dqn:rl-zoo --seeds 0 1 2 3 4 5 6 7 8 9":
+        Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only on_policy": Skip(LONG_BENCHMARK, scripts_exist),
     "flock /tmp/stagerl-timing.lock python benchmarks/algorithms.py --only "
     "off_policy_continuous": Skip(LONG_BENCHMARK, scripts_exist),
