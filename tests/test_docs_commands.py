@@ -44,7 +44,8 @@ from docs_commands import (
 #: The run length each experiment's commands are cut to.
 STEPS = {"dqn-cartpole": "300", "ppo-cartpole": "512", "sac-pendulum": "300",
          "dqn-atari": "300", "ppo-atari": "256", "sac-halfcheetah": "300", "ppo-hopper": "512",
-         "td3-hopper": "300"}
+         "td3-hopper": "300", "dqn-tictactoe": "300", "dqn-tictactoe-selfplay": "300",
+         "ppo-rps": "300"}
 INTERRUPTED = "stagerl run dqn-cartpole --logdir runs/a --steps 1000, stopped by Ctrl-C"
 #: docs/distributed.md's Python blocks: on Ray, in the Ray session (PYTHON_HERE).
 DISTRIBUTED = Page(lambda namespace: None, shorter=(("50_000", "600"),),
@@ -154,6 +155,8 @@ def on_two_workers(command, result, ws):
 LONG_BENCHMARK = "a long benchmark: full trainings of stagerl and Stable-Baselines3, seeds 0-2"
 TIMING = "a timing benchmark (minutes, meaningful only on an idle machine)"
 MEMORY = "allocates and fills a replay of several GB (run it alone, on a machine with room)"
+GAME_LEARNING = ("a long benchmark: full trainings of the three game experiments, seeds 0-2 "
+                 "(tests/stagerl/multi_agent/test_multi_agent_docs.py runs it small)")
 PACKAGE_INDEX = "installs from the package index (the test runs where it is installed)"
 
 #: How each command the docs show runs here (commands written as syntax are checked by
@@ -204,6 +207,13 @@ COMMANDS = {
                                                                  needs=("mujoco",)),
     "stagerl run td3-hopper env_id=Walker2d-v5 --logdir runs/walker": Run(
         ran(seed=0, env_id="Walker2d-v5"), needs=("mujoco",)),
+    "stagerl run dqn-tictactoe --logdir runs/ttt": Run(ran(seed=0)),
+    "stagerl run dqn-tictactoe-selfplay --logdir runs/selfplay gamma=0.95": Run(ran(gamma=0.95)),
+    "stagerl run ppo-rps --logdir runs/rps --seed 1": Run(ran(seed=1)),
+    "stagerl eval runs/ttt --episodes 100": Run(
+        evaluated(100), after=("stagerl run dqn-tictactoe --logdir runs/ttt",)),
+    "stagerl plot runs/ttt": Run(plotted_runs(1),
+                                 after=("stagerl run dqn-tictactoe --logdir runs/ttt",)),
     "make run": Make(".venv/bin/stagerl run dqn-cartpole", variables=("STEPS=300",),
                      tiny=".venv/bin/stagerl run dqn-cartpole --steps 300",
                      check=ran(seed=0)),
@@ -213,6 +223,8 @@ COMMANDS = {
     "make bench": Skip(TIMING, benchmarks_exist),
     "python benchmarks/algorithms.py": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only dqn": Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/algorithms.py --only dqn:rl-zoo --seeds 0 1 2 3 4 5 6 7 8 9":
+        Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only on_policy": Skip(LONG_BENCHMARK, scripts_exist),
     "flock /tmp/stagerl-timing.lock python benchmarks/algorithms.py --only "
     "off_policy_continuous": Skip(LONG_BENCHMARK, scripts_exist),
@@ -229,6 +241,7 @@ COMMANDS = {
     "python benchmarks/limits.py --only dqn-cartpole sac-pendulum --scale 0.1 --repeats 3":
         Skip(TIMING, limits_names_exist),
     "python benchmarks/limits.py --scale 0.05 --write": Skip(TIMING, limits_names_exist),
+    "python benchmarks/multi_agent_learning.py": Skip(GAME_LEARNING, scripts_exist),
     "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
         Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
     "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "

@@ -205,6 +205,11 @@ class CircularArraySARTSTraces(Traces):
         env: an env (stagerl or gymnasium, single or vector) whose single-env spaces give the
             state and action frames (see `frame_of_space`).
         extra: more plain traces, ``{"name": (dtype, shape)}``, as rings of ``capacity``.
+        legal_actions_mask: ``(dtype, shape)`` of each state's legal-action mask, stored
+            multiplexed like the states (``legal_actions_mask`` / ``next_legal_actions_mask``,
+            ``capacity + 1`` frames): what a max over the legal next actions (masked DQN)
+            reads. ``True`` takes ``(np.bool_, (n,))`` from ``env``'s ``Discrete(n)`` actions;
+            ``None`` (default): no mask.
 
     Example:
         >>> t = CircularArraySARTSTraces(capacity=2, state=(np.float32, (2,)))
@@ -218,14 +223,23 @@ class CircularArraySARTSTraces(Traces):
         (0, 4)
         >>> CircularArraySARTSTraces(100, extra={"log_prob": (np.float32, ())}).keys()[-2:]
         ('terminal', 'log_prob')
+        >>> CircularArraySARTSTraces(100, legal_actions_mask=(np.bool_, (9,))).slots[1]
+        ('legal_actions_mask', 'next_legal_actions_mask')
     """
 
     def __init__(self, capacity: int, state=None, action=None, reward=(np.float32, ()),
-                 terminal=(np.bool_, ()), *, env=None, extra=None):
+                 terminal=(np.bool_, ()), *, env=None, extra=None, legal_actions_mask=None):
         capacity = require_positive_int(None, "capacity", capacity)
-        specs = _specs(env, state, action, reward=reward, terminal=terminal)
-        _layout(self, specs, [_SS], ["action", "reward", "terminal"],
-                _rings(capacity, {"state": 1}), extra)
+        if legal_actions_mask is None:
+            specs = _specs(env, state, action, reward=reward, terminal=terminal)
+            _layout(self, specs, [_SS], ["action", "reward", "terminal"],
+                    _rings(capacity, {"state": 1}), extra)
+            return
+        mask = _legal_mask_spec(env, None if legal_actions_mask is True else legal_actions_mask)
+        specs = _specs(env, state, action, reward=reward, terminal=terminal,
+                       legal_actions_mask=mask)
+        _layout(self, specs, [_SS, _LL], ["action", "reward", "terminal"],
+                _rings(capacity, {"state": 1, "legal_actions_mask": 1}), extra)
 
 
 class CircularArraySARTSATraces(Traces):

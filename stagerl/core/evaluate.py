@@ -62,7 +62,7 @@ def deterministic(policy: Policy) -> Iterator[Policy]:
 
 
 def evaluate(policy: Policy, env: Any, episodes: int = 20,
-             max_episode_steps: int | None = None) -> list[float]:
+             max_episode_steps: int | None = None) -> list[float] | dict[Any, list[float]]:
     """The returns of ``episodes`` deterministic episodes of ``policy`` in ``env``.
 
     An Agent is evaluated through its inner policy, so nothing is recorded in its trajectory
@@ -70,7 +70,8 @@ def evaluate(policy: Policy, env: Any, episodes: int = 20,
     rngs, so a training run continues exactly as it would have without the evaluation. Use an
     env of its own (a separate seed), not the training env. ``max_episode_steps`` cuts an
     episode that has not ended by then (a greedy policy may walk in circles); its return so far
-    counts.
+    counts. In a game (an env with ``players``, see ``docs/multi_agent.md``) ``policy`` is a
+    ``MultiAgentPolicy`` and the result is ``{player: [returns]}``, one list per player.
 
     Example:
         >>> import stagerl as rl
@@ -79,6 +80,10 @@ def evaluate(policy: Policy, env: Any, episodes: int = 20,
         (3, True)
     """
     require_positive_int("evaluate", "episodes", episodes)
+    # A game evaluates its players itself (stagerl.multi_agent), as it runs its own loop.
+    evaluate_players = getattr(getattr(env, "dynamic_style", None), "evaluate", None)
+    if evaluate_players is not None:
+        return evaluate_players(policy, env, episodes, max_episode_steps)
     returns: list[float] = []
     with deterministic(policy) as acting:
         for _ in range(episodes):

@@ -192,11 +192,22 @@ def default_hooks(prepared: PreparedRun) -> list[rl.Hook]:
         eval_env = make_eval_env(experiment, config, prepared.seed + EVAL_SEED_OFFSET)
         hooks.append(Evaluate(EVAL_EVERY_N_STEPS, EVAL_EPISODES_DURING, eval_env,
                               experiment.eval_max_episode_steps))
-        hooks.append(CSVLogger(logdir))
+        csv_logger, tensorboard_logger = _loggers(prepared.env)
+        hooks.append(csv_logger(logdir))
         if prepared.tensorboard:
-            hooks.append(TensorBoardLogger(logdir))
+            hooks.append(tensorboard_logger(logdir))
         hooks.append(PlotLearningCurve(logdir / "learning_curve.png", title=prepared.name))
     return hooks
+
+
+def _loggers(env: Any) -> tuple[type, type]:
+    """The CSV and TensorBoard loggers of a run on ``env``: a game's (``players``) add a column
+    and a tag per player (``stagerl.multi_agent``)."""
+    if getattr(env, "players", None):
+        from stagerl.multi_agent import MultiAgentCSVLogger, MultiAgentTensorBoardLogger
+
+        return MultiAgentCSVLogger, MultiAgentTensorBoardLogger
+    return CSVLogger, TensorBoardLogger
 
 
 def execute(prepared: PreparedRun, hook: rl.Hook | None = None) -> dict[str, Any]:

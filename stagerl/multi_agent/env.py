@@ -38,9 +38,12 @@ class MultiAgentEnv:
       default the episode's flags. A player done before the others takes no more turns.
     * ``acting_players``: who moves in the next ``act`` (sequential: the current player;
       simultaneous: every player not done).
-    * ``reward``: the sum over players of what the last act gave them (a team reward in a
-      cooperative game, 0 in a zero-sum one), so game-level hooks such as ``StepsPerEpisode``
-      or ``CSVLogger`` work unchanged; per-player figures come from :meth:`reward_of`.
+    * ``reward``: the sum over the *scored* players of what the last act gave them, so
+      game-level hooks such as ``TotalRewardPerEpisode`` or ``CSVLogger`` work unchanged.
+      Every player is scored unless :meth:`score` names some: the sum is then a team reward in
+      a cooperative game and 0 in a zero-sum one; ``game.score("player_2")`` makes it
+      ``player_2``'s reward, so a learning curve of the game is that player's. Per-player
+      figures come from :meth:`reward_of`.
 
     Example:
         >>> from stagerl.multi_agent import TicTacToe
@@ -61,6 +64,8 @@ class MultiAgentEnv:
     has_legal_actions_mask: bool = False
     #: The last action (a dict of actions in a simultaneous game); set by the loop after ``act``.
     last_action: Any = None
+    #: The players whose rewards ``reward`` sums (``None``: every player); see :meth:`score`.
+    scored_players: tuple | None = None
 
     # ---- what subclasses implement -------------------------------------------------------
 
@@ -104,6 +109,32 @@ class MultiAgentEnv:
         return self.is_truncated
 
     @property
+    def unwrapped(self) -> MultiAgentEnv:
+        """The game itself, under any wrappers (``stagerl.multi_agent.FlattenStates``)."""
+        return self
+
+    def score(self, *players: Any) -> MultiAgentEnv:
+        """Make ``reward`` the sum of these players' rewards (none named: every player's);
+        returns the game. Game-level hooks then report these players' results: the
+        ``return`` of ``CSVLogger``, a learning curve, the best checkpoint's score.
+
+        Example:
+            >>> from stagerl.multi_agent import TicTacToe
+            >>> game = TicTacToe().score("player_2")
+            >>> game.reset()
+            >>> for square in (0, 3, 1, 4, 2):   # player_1 wins
+            ...     game.act(square)
+            >>> game.reward
+            -1.0
+        """
+        unknown = [p for p in players if p not in self.players]
+        if unknown:
+            raise ValueError(f"{type(self).__name__}.score: {unknown} are not players "
+                             f"(players {list(self.players)})")
+        self.scored_players = tuple(players) if players else None
+        return self
+
+    @property
     def acting_players(self) -> tuple:
         if self.dynamic_style is not None and self.dynamic_style.simultaneous:
             return tuple(p for p in self.players
@@ -130,7 +161,9 @@ class MultiAgentEnv:
         """Give ``player`` a reward (call during ``act``, for every reward of every player)."""
         self._since_acted[player] += reward
         self._returns[player] += reward
-        self._last_act_total += reward
+        scored = self.scored_players
+        if scored is None or player in scored:
+            self._last_act_total += reward
 
     def reward_of(self, player: Any) -> float:
         """The rewards ``player`` received since the start of its last act (that act's own

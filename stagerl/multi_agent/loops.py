@@ -61,8 +61,9 @@ class PlayerCalls:
 
     def enter(self) -> None:
         """Point the player's Agent at its lane (before every call into its policy)."""
-        for recorder, lane in self.lanes:
-            recorder.lane, recorder.view = lane, self.view
+        for trajectory, lane in self.lanes:
+            if trajectory.lane != lane:
+                trajectory.use_lane(lane)
 
     def start_episode(self) -> None:
         self.enter()
@@ -95,8 +96,6 @@ class PlayerCalls:
             calls = self.calls.post_episode
         else:
             frozen = self.view.frozen()
-            for recorder, _ in self.lanes:
-                recorder.view = frozen
             calls = StageCalls(self.policy, frozen, self.hook).post_episode
         for call in calls:
             call()
@@ -202,7 +201,8 @@ def run_sequential(experiment: Any, start_at: Any = None) -> None:
 
 def _players_finish_apart(env: Any) -> bool:
     # Per-player flags that are not the episode's: a player may be done before the others.
-    return any(getattr(type(env), name, None) is not getattr(MultiAgentEnv, name)
+    game = getattr(env, "unwrapped", env)
+    return any(getattr(type(game), name, None) is not getattr(MultiAgentEnv, name)
                for name in ("is_terminated_for", "is_truncated_for"))
 
 

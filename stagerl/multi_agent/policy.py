@@ -18,7 +18,7 @@ from typing import Any
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, plan, push
 from stagerl.core.policy import Policy
 from stagerl.core.stages import PostExperimentStage, PreExperimentStage
-from stagerl.multi_agent.lanes import install_player_lanes
+from stagerl.multi_agent.lanes import give_player_lanes
 from stagerl.multi_agent.views import view_of
 from stagerl.policies.agent import Agent
 
@@ -92,7 +92,7 @@ class MultiAgentPolicy(Policy):
         self.players: tuple = ()
         self.player_policies: dict = {}
         self.views: dict = {}
-        self.lanes: dict = {}  # player -> ((PlayerLanes, lane), ...) to point before its calls
+        self.lanes: dict = {}  # player -> ((trajectory, lane),) to point at before its calls
 
     def __getitem__(self, player: Any) -> Policy:
         if self.game is None and self.policy_mapping is None:
@@ -118,9 +118,9 @@ class MultiAgentPolicy(Policy):
                 agents.setdefault(id(player_policies[player]), []).append(player)
         lanes: dict = {p: () for p in players}
         for group in agents.values():
-            recorder = install_player_lanes(player_policies[group[0]], tuple(group), game)
+            trajectory = give_player_lanes(player_policies[group[0]], tuple(group), game)
             for lane, player in enumerate(group):
-                lanes[player] = ((recorder, lane),)
+                lanes[player] = ((trajectory, lane),)
                 views[player].lane = lane
         self.game, self.players, self.player_policies = game, players, player_policies
         self.views, self.lanes = views, lanes
@@ -151,9 +151,24 @@ class MultiAgentPolicy(Policy):
                              f"those ids, or add a policy under {policy_id!r}")
         return policy_id
 
+    def policy_of(self, player: Any, game: Any) -> Policy:
+        """The policy that plays ``player`` of ``game`` (the mapping resolved; nothing is
+        bound, so a run of this policy on another game is left as it is)."""
+        players = _players_of(game)
+        if player not in players:
+            raise ValueError(f"{player!r} is not a player of {type(game).__name__} (players "
+                             f"{list(players)})")
+        return self.policies[self._policy_id(player, players, game)]
+
     def validate(self, env: Any) -> None:
         """Bind to ``env`` (see :meth:`bind`) and let every player's policy validate that
-        player's view; an error names the player."""
+        player's view; an error names the player. An env that one seat of a game plays (a
+        :class:`~stagerl.multi_agent.Versus`) validates the policies of its seats itself
+        (``env.validate_seats(policy)``), and nothing is bound."""
+        validate_seats = getattr(env, "validate_seats", None)
+        if validate_seats is not None:
+            validate_seats(self)
+            return
         self.bind(env)
         for player in self.players:
             try:
@@ -170,6 +185,34 @@ class MultiAgentPolicy(Policy):
             seen.setdefault(id(self.player_policies[player]),
                             (player, self.player_policies[player]))
         return list(seen.values())
+
+    # ---- evaluation ------------------------------------------------------------------------
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether every policy acts deterministically (``rl.deterministic`` and
+        ``rl.evaluate`` set it): setting it sets each policy's (an Agent's inner policy's);
+        deleting it gives each its own setting back."""
+        return self.__dict__.get("_deterministic", False)
+
+    @deterministic.setter
+    def deterministic(self, value: bool) -> None:
+        saved = self.__dict__.setdefault("_saved_deterministic", [])
+        if not saved:
+            saved.extend((inner, inner.__dict__.get("deterministic"))
+                         for inner in _acting_policies(self.policies))
+        for inner, _ in saved:
+            inner.deterministic = value
+        self.__dict__["_deterministic"] = bool(value)
+
+    @deterministic.deleter
+    def deterministic(self) -> None:
+        for inner, before in self.__dict__.pop("_saved_deterministic", []):
+            if before is None:
+                inner.__dict__.pop("deterministic", None)
+            else:
+                inner.deterministic = before
+        self.__dict__.pop("_deterministic", None)
 
     # ---- learnable state and copies --------------------------------------------------------
 
@@ -188,11 +231,24 @@ class MultiAgentPolicy(Policy):
         # The binding (views of the game, the players' lanes) is made again by the next run.
         state = dict(self.__dict__)
         state.update(game=None, players=(), player_policies={}, views={}, lanes={})
+        state.pop("_saved_deterministic", None)  # an evaluation in progress is not copied
+        state.pop("_deterministic", None)
         return state
 
     def __repr__(self) -> str:
         mapping = "" if self.policy_mapping is None else f", {self.policy_mapping!r}"
         return f"MultiAgentPolicy({self.policies!r}{mapping})"
+
+
+def _acting_policies(policies: dict) -> list:
+    """The policy that acts for each of ``policies`` (an Agent's inner one), each once."""
+    from stagerl.core.evaluate import acting_policy
+
+    found: dict[int, Any] = {}
+    for member in policies.values():
+        inner = acting_policy(member)
+        found.setdefault(id(inner), inner)
+    return list(found.values())
 
 
 def _players_of(game: Any) -> tuple:

@@ -6,7 +6,8 @@ per ``act``. ``SIMULTANEOUS`` (PettingZoo's Parallel API): every live player mov
 
 ``stagerl.Experiment`` runs an env whose ``dynamic_style`` has a
 ``run_stages(experiment, start_at)`` with that loop instead of its own
-(``docs/multi_agent.md`` writes both loops out).
+(``docs/multi_agent.md`` writes both loops out), and ``stagerl.evaluate`` evaluates it with the
+style's ``evaluate`` (each player's returns).
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ class DynamicStyle:
 
     def run_stages(self, experiment: Any, start_at: Any = None) -> None:
         raise NotImplementedError
+
+    def evaluate(self, policy: Any, game: Any, episodes: int,
+                 max_episode_steps: int | None = None) -> dict:
+        """``rl.evaluate`` of a game: each player's returns (see
+        :func:`stagerl.multi_agent.evaluation.evaluate_players`)."""
+        from stagerl.multi_agent.evaluation import evaluate_players
+
+        return evaluate_players(policy, game, episodes, max_episode_steps)
 
     def __reduce__(self) -> str:
         return self._name  # the module's singleton: pickles and copies are the same object

@@ -130,7 +130,7 @@ class EpsilonGreedyExplorer(Explorer):
         return self.epsilon_at(self.step)
 
     def draw(self, n_actions: int, values: Callable[[], Any], n: int | None = None,
-             epsilon: float | None = None) -> Any:
+             epsilon: float | None = None, mask: Any = None) -> Any:
         """ε-greedy among ``n_actions`` actions, calling ``values()`` for the action values only
         when some action is greedy: an agent whose values cost a network's forward pass pays
         it only when it does not explore.
@@ -140,7 +140,9 @@ class EpsilonGreedyExplorer(Explorer):
         forward pass for every row, unless all explore). ``epsilon`` replaces the schedule's ε
         for this draw; ``step`` advances by one either way. One row draws exactly what
         :meth:`plan` draws; a batch draws what ``plan`` draws with ``break_ties=False`` (with
-        ties broken, the tie-breaking draws come after the exploring ones here).
+        ties broken, the tie-breaking draws come after the exploring ones here). ``mask`` (a
+        bool per action, or per row and action for a batch) limits both the exploring and the
+        greedy choice to the legal actions, as ``plan(values, mask)`` does.
 
         Example:
             >>> import numpy as np, stagerl as rl
@@ -157,19 +159,24 @@ class EpsilonGreedyExplorer(Explorer):
             epsilon = self.epsilon_at(self.step)
         self.step += 1
         rng = self.rng
+        if mask is not None:
+            mask = as_mask(mask, np.empty(n_actions if n is None else (n, n_actions)))
         if n is None:
             if rng.random() < epsilon:
-                return int(rng.integers(n_actions))
-            values = as_array(values())
+                if mask is None:
+                    return int(rng.integers(n_actions))
+                legal = np.flatnonzero(mask)
+                return int(legal[rng.integers(legal.shape[0])])
+            values = masked(as_array(values()), mask)
             if not self.break_ties:
                 return int(np.argmax(values))
             maxima = np.flatnonzero(values == values.max())
             return int(maxima[rng.integers(maxima.shape[0])])
         explores_B = rng.random(n) < epsilon
-        random_B = rng.integers(n_actions, size=n)
+        random_B = rng.integers(n_actions, size=n) if mask is None else uniform_among(mask, rng)
         if explores_B.all():
             return random_B
-        values = as_array(values())
+        values = masked(as_array(values()), mask)
         if self.break_ties:
             greedy_B = uniform_among(values == values.max(axis=-1, keepdims=True), rng)
         else:
@@ -178,21 +185,11 @@ class EpsilonGreedyExplorer(Explorer):
 
     def plan(self, values: Any, mask: Any = None) -> Any:
         values = as_array(values)
-        if values.ndim == 1 and mask is None:  # one rule for one row: draw's
-            return self.draw(values.shape[0], lambda: values)
+        if values.ndim == 1:  # one rule for one row: draw's (among the legal actions)
+            return self.draw(values.shape[0], lambda: values, mask=mask)
         epsilon = self.epsilon_at(self.step)
         self.step += 1
         rng = self.rng
-        if values.ndim == 1:  # one row with a mask: explore among the legal actions
-            mask = as_mask(mask, values)
-            if rng.random() < epsilon:
-                legal = np.flatnonzero(mask)
-                return int(legal[rng.integers(legal.shape[0])])
-            values = np.where(mask, values, -np.inf)
-            if not self.break_ties:
-                return int(np.argmax(values))
-            maxima = np.flatnonzero(values == values.max())
-            return int(maxima[rng.integers(maxima.shape[0])])
         mask = None if mask is None else as_mask(mask, values)
         values = masked(values, mask)
         if self.break_ties:

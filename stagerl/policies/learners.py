@@ -75,7 +75,8 @@ class TDLearner:
     Methods, for a transition ``(s, a, r, terminal, s')`` (``Q += lr * (target - Q[s, a])``):
 
     * ``"SARS"`` (Q-learning): ``target = r + gamma * (1 - terminal) * max_a' Q[s', a']``
-      (the max over legal actions when the batch has ``next_legal_actions_mask``);
+      (the max over legal actions when the batch has ``next_legal_actions_mask``; 0 for a
+      next state with no legal action);
     * ``"SARSA"``: ``target = r + gamma * (1 - terminal) * Q[s', a']`` with ``a'`` the batch's
       ``next_action`` (a ``CircularArraySARTSATraces`` trajectory records it);
     * ``"ExpectedSARSA"``: ``target = r + gamma * (1 - terminal) * sum_a' pi(a'|s') Q[s', a']``
@@ -174,11 +175,12 @@ class TDLearner:
                 bootstrap = table[s2, next_actions[i]]
             elif self.method == "SARS":
                 row = table[s2] if masks is None else table[s2][masks[i]]
-                bootstrap = row.max()
+                bootstrap = row.max() if row.size else 0.0  # no legal next action: worth 0
             else:
                 row = table[s2]
                 mask = None if masks is None else masks[i]
-                bootstrap = float(np.dot(self.explorer.prob(row, mask), row))
+                bootstrap = 0.0 if mask is not None and not mask.any() else \
+                    float(np.dot(self.explorer.prob(row, mask), row))
             q = table[s, a]
             table[s, a] = q + lr * (r + gamma * c * bootstrap - q)
 

@@ -1,9 +1,15 @@
 """The action distributions of every kind of action space (categorical, MultiDiscrete,
 MultiBinary, diagonal Gaussian) that the on-policy algorithms act with and learn by, and the
 diagonal-Gaussian helpers of ``stagerl.utils.gaussian`` (re-exported here).
+
+A categorical also acts and learns under a legal-action mask (a game's player: illegal actions
+have probability 0, no share of the entropy and no gradient); masks are for ``Discrete`` action
+spaces only, and the other distributions refuse them.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,6 +36,8 @@ __all__ = [
     "Bernoulli",
     "DiagGaussian",
     "action_distribution",
+    "MASKED_LOGIT",
+    "masked_categorical_log_prob_entropy",
 ]
 
 _LOG_SQRT_2PI = LOG_SQRT_2PI
@@ -68,19 +76,36 @@ class ActionDistribution:
     def entropy(self, params: tuple) -> torch.Tensor:
         raise NotImplementedError
 
+    def log_prob_entropy(self, params: tuple, actions: torch.Tensor, entropy: bool = True,
+                         mask: torch.Tensor | None = None) -> tuple:
+        """The log-probabilities of ``actions`` and the entropy (``None`` with
+        ``entropy=False``); ``mask``: the legal actions (:class:`Categorical` only)."""
+        refuse_mask(self, mask)
+        return self.log_prob(params, actions), self.entropy(params) if entropy else None
+
     def kl(self, old: tuple, new: tuple) -> torch.Tensor:
         """``KL(old || new)`` per state."""
         raise NotImplementedError
 
     def sample(self, out: np.ndarray, log_std: np.ndarray | None, rng: np.random.Generator,
-               space) -> tuple:
+               space, mask: np.ndarray | None = None) -> tuple:
         """For a batch of head outputs: the actions for the env, the actions to store and their
-        log-probabilities (numpy)."""
+        log-probabilities (numpy); ``mask``: the legal actions (:class:`Categorical` only)."""
         raise NotImplementedError
 
-    def mode(self, out: np.ndarray, space) -> np.ndarray:
-        """The most likely actions (evaluation), numpy."""
+    def mode(self, out: np.ndarray, space, mask: np.ndarray | None = None) -> np.ndarray:
+        """The most likely actions (evaluation), numpy; ``mask`` as in :meth:`sample`."""
         raise NotImplementedError
+
+
+def refuse_mask(dist: ActionDistribution, mask) -> None:
+    """``TypeError`` when a legal-action mask reaches a distribution other than a categorical:
+    masks are for ``Discrete`` action spaces."""
+    if mask is not None:
+        raise TypeError(
+            f"legal-action masks are for Discrete action spaces (a categorical), but this "
+            f"policy's actions follow a {type(dist).__name__}; give the env a Discrete action "
+            "space, or drop its legal_actions_mask")
 
 
 def _numpy_log_softmax(z: np.ndarray) -> np.ndarray:
@@ -88,15 +113,25 @@ def _numpy_log_softmax(z: np.ndarray) -> np.ndarray:
     return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
 
 
-def _inverse_cdf(log_probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+def _inverse_cdf(log_probs: np.ndarray, u: np.ndarray, last: Any = None) -> np.ndarray:
     """One categorical draw per row of ``log_probs`` (last axis: the choices) from the
-    uniforms ``u`` (shape: the rows, with a last axis of 1)."""
+    uniforms ``u`` (shape: the rows, with a last axis of 1); ``last``: the highest choice a
+    row may draw (its last legal action; default the last choice), where a ``u`` above the
+    rounded cumulative sum lands."""
     cdf = np.cumsum(np.exp(log_probs), axis=-1)
-    return np.minimum((cdf < u).sum(axis=-1), log_probs.shape[-1] - 1)
+    return np.minimum((cdf < u).sum(axis=-1), log_probs.shape[-1] - 1 if last is None else last)
+
+
+#: The logit an illegal action gets: finite, so that no ``0 * -inf`` makes a NaN, and low enough
+#: that its probability is exactly 0 in float32 (as sb3-contrib's MaskableCategorical).
+MASKED_LOGIT = -1e8
 
 
 class Categorical(ActionDistribution):
-    """``Discrete(n)``: a categorical distribution over ``n`` logits.
+    """``Discrete(n)``: a categorical distribution over ``n`` logits. Under a legal-action
+    ``mask`` (bool, one row per state; torch for the losses, numpy to act) it is the
+    categorical of the legal actions: an illegal action gets the logit :data:`MASKED_LOGIT`
+    (probability 0, no share of the entropy, no gradient) and is never drawn nor the mode.
 
     Example:
         >>> import torch
@@ -104,38 +139,81 @@ class Categorical(ActionDistribution):
         >>> params = (torch.zeros(2, 3),)
         >>> [round(v, 4) for v in dist.log_prob(params, torch.tensor([0, 2])).tolist()]
         [-1.0986, -1.0986]
+        >>> mask = torch.tensor([[True, True, False], [True, False, False]])
+        >>> [round(v, 4) for v in dist.log_prob(params, torch.tensor([0, 0]), mask).tolist()]
+        [-0.6931, 0.0]
     """
 
     def __init__(self, n: int):
         self.n_outputs = int(n)
 
-    def log_prob(self, params: tuple, actions: torch.Tensor) -> torch.Tensor:
-        log_probs = F.log_softmax(params[0], dim=-1)
+    def _log_probs(self, logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        if mask is not None:
+            logits = torch.where(mask, logits, MASKED_LOGIT)
+        return F.log_softmax(logits, dim=-1)
+
+    def log_prob(self, params: tuple, actions: torch.Tensor,
+                 mask: torch.Tensor | None = None) -> torch.Tensor:
+        log_probs = self._log_probs(params[0], mask)
         return log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
 
-    def log_prob_entropy(self, params: tuple, actions: torch.Tensor, entropy: bool) -> tuple:
+    def log_prob_entropy(self, params: tuple, actions: torch.Tensor, entropy: bool = True,
+                         mask: torch.Tensor | None = None) -> tuple:
         """Both at once: one ``log_softmax`` (the on-policy losses' hot path)."""
-        log_probs = F.log_softmax(params[0], dim=-1)
+        log_probs = self._log_probs(params[0], mask)
         log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
-        return log_prob, -(log_probs.exp() * log_probs).sum(-1) if entropy else None
+        return log_prob, self._entropy(log_probs, mask) if entropy else None
 
-    def entropy(self, params: tuple) -> torch.Tensor:
-        log_probs = F.log_softmax(params[0], dim=-1)
-        return -(log_probs.exp() * log_probs).sum(-1)
+    def entropy(self, params: tuple, mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self._entropy(self._log_probs(params[0], mask), mask)
+
+    @staticmethod
+    def _entropy(log_probs: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        terms = log_probs.exp() * log_probs
+        if mask is not None:  # an illegal action's 0 * MASKED_LOGIT is 0; exactly, here
+            terms = torch.where(mask, terms, 0.0)
+        return -terms.sum(-1)
 
     def kl(self, old: tuple, new: tuple) -> torch.Tensor:
         old_log_probs, log_probs = F.log_softmax(old[0], -1), F.log_softmax(new[0], -1)
         return (old_log_probs.exp() * (old_log_probs - log_probs)).sum(-1)
 
-    def sample(self, out, log_std, rng, space) -> tuple:
+    def sample(self, out, log_std, rng, space, mask=None) -> tuple:
+        last = None
+        if mask is not None:  # illegal actions: probability 0 (exp(-inf)), never drawn
+            mask = np.asarray(mask, dtype=bool)
+            out = np.where(mask, out, -np.inf)
+            last = out.shape[1] - 1 - mask[:, ::-1].argmax(axis=1)
         log_probs = _numpy_log_softmax(out)
         # Inverse-CDF sampling: one draw per env.
-        action = _inverse_cdf(log_probs, rng.random((len(out), 1)))
+        action = _inverse_cdf(log_probs, rng.random((len(out), 1)), last)
         log_prob = log_probs[np.arange(len(out)), action].astype(np.float32)
         return action, action, log_prob
 
-    def mode(self, out, space) -> np.ndarray:
+    def mode(self, out, space, mask=None) -> np.ndarray:
+        if mask is not None:
+            out = np.where(np.asarray(mask, dtype=bool), out, -np.inf)
         return out.argmax(axis=1)
+
+
+def masked_categorical_log_prob_entropy(
+    logits: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None,
+    entropy: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The log-probability of ``actions`` ``(B,)`` under the categorical of ``logits`` ``(B, n)``
+    restricted to the legal actions of ``mask`` (bool ``(B, n)``; ``None``: all legal), and its
+    entropy ``(B,)`` (``None`` with ``entropy=False``): :meth:`Categorical.log_prob_entropy`.
+
+    Example:
+        >>> import torch
+        >>> from stagerl.utils.distributions import masked_categorical_log_prob_entropy
+        >>> logits, mask = torch.zeros(1, 4), torch.tensor([[True, True, False, False]])
+        >>> log_prob, entropy = masked_categorical_log_prob_entropy(logits, torch.tensor([1]),
+        ...                                                         mask)
+        >>> round(log_prob.exp().item(), 4), round(entropy.item(), 4)   # 1/2 each, log 2
+        (0.5, 0.6931)
+    """
+    return Categorical(logits.shape[-1]).log_prob_entropy((logits,), actions, entropy, mask)
 
 
 class MultiCategorical(ActionDistribution):
@@ -181,7 +259,8 @@ class MultiCategorical(ActionDistribution):
             parts.append((old_log_probs.exp() * (old_log_probs - log_probs)).sum(-1))
         return torch.stack(parts, dim=-1).sum(-1)
 
-    def sample(self, out, log_std, rng, space) -> tuple:
+    def sample(self, out, log_std, rng, space, mask=None) -> tuple:
+        refuse_mask(self, mask)
         n = len(out)
         u = rng.random((n, len(self.nvec)))
         actions, log_prob, start = [], np.zeros(n, dtype=np.float32), 0
@@ -194,7 +273,8 @@ class MultiCategorical(ActionDistribution):
         action = np.stack(actions, axis=1).reshape((n, *self.shape))
         return action, action, log_prob
 
-    def mode(self, out, space) -> np.ndarray:
+    def mode(self, out, space, mask=None) -> np.ndarray:
+        refuse_mask(self, mask)
         parts, start = [], 0
         for k in self.nvec:
             parts.append(out[:, start:start + k].argmax(axis=1))
@@ -236,7 +316,8 @@ class Bernoulli(ActionDistribution):
         log_q, log_1q = -F.softplus(-new[0]), -F.softplus(new[0])
         return (p * (log_p - log_q) + (1.0 - p) * (log_1p - log_1q)).sum(-1)
 
-    def sample(self, out, log_std, rng, space) -> tuple:
+    def sample(self, out, log_std, rng, space, mask=None) -> tuple:
+        refuse_mask(self, mask)
         n = len(out)
         p = 1.0 / (1.0 + np.exp(-out))
         action = (rng.random(out.shape) < p)
@@ -246,7 +327,8 @@ class Bernoulli(ActionDistribution):
         action = action.astype(np.int8).reshape((n, *self.shape))
         return action, action, log_prob
 
-    def mode(self, out, space) -> np.ndarray:
+    def mode(self, out, space, mask=None) -> np.ndarray:
+        refuse_mask(self, mask)
         return (out > 0).astype(np.int8).reshape((len(out), *self.shape))
 
 
@@ -278,8 +360,10 @@ class DiagGaussian(ActionDistribution):
         z = (actions.reshape(mean.shape) - mean) * torch.exp(-log_std)
         return (-0.5 * z * z - log_std - _LOG_SQRT_2PI).sum(-1)
 
-    def log_prob_entropy(self, params: tuple, actions: torch.Tensor, entropy: bool) -> tuple:
+    def log_prob_entropy(self, params: tuple, actions: torch.Tensor, entropy: bool = True,
+                         mask: torch.Tensor | None = None) -> tuple:
         """Both at once (the entropy depends on ``log_std`` alone: one scalar)."""
+        refuse_mask(self, mask)
         log_std = params[1]
         return self.log_prob(params, actions), \
             (log_std + 0.5 + _LOG_SQRT_2PI).sum() if entropy else None
@@ -293,7 +377,8 @@ class DiagGaussian(ActionDistribution):
         mahalanobis = ((old_mean - mean) * torch.exp(-log_std)) ** 2
         return (0.5 * (var_ratio + mahalanobis - 1.0) - (old_log_std - log_std)).sum(-1)
 
-    def sample(self, out, log_std, rng, space) -> tuple:
+    def sample(self, out, log_std, rng, space, mask=None) -> tuple:
+        refuse_mask(self, mask)
         noise = rng.standard_normal(out.shape).astype(np.float32)
         action = out + np.exp(log_std) * noise
         log_prob = (-0.5 * noise**2 - log_std - _LOG_SQRT_2PI).sum(axis=1)
@@ -301,7 +386,8 @@ class DiagGaussian(ActionDistribution):
         action = action.reshape((n, *self.shape))
         return np.clip(action, space.low, space.high), action, log_prob
 
-    def mode(self, out, space) -> np.ndarray:
+    def mode(self, out, space, mask=None) -> np.ndarray:
+        refuse_mask(self, mask)
         return np.clip(out.reshape((len(out), *self.shape)), space.low, space.high)
 
 

@@ -349,8 +349,11 @@ def scripts_exist(command):
     scripts = [w for w in command.split() if w.endswith(".py")]
     assert scripts and all((ROOT / s).is_file() for s in scripts), scripts
     if "--only" in command:  # benchmarks/algorithms.py's sections
-        section = command.split()[command.split().index("--only") + 1]
-        assert (ROOT / "benchmarks" / "algorithm_runs" / f"{section}.py").is_file(), section
+        only = command.split()[command.split().index("--only") + 1]
+        section, _, parts = only.partition(":")  # a section, or some of its parts
+        path = ROOT / "benchmarks" / "algorithm_runs" / f"{section}.py"
+        assert path.is_file(), section
+        assert all(f'"{part}"' in path.read_text() for part in parts.split("+") if part), only
     if command.startswith("pytest -m slow"):
         assert "pytest.mark.slow" in (ROOT / scripts[0]).read_text()
 

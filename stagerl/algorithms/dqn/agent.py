@@ -26,13 +26,18 @@ from stagerl.algorithms.extractors import (
 from stagerl.policies.agent import Agent
 from stagerl.utils.devices import resolve_device
 
-__all__ = ["make_dqn_agent", "make_q_network", "state_spec"]
+__all__ = ["make_dqn_agent", "make_q_network", "state_spec", "has_legal_actions_mask"]
 
 
 def make_dqn_agent(env: Any, config: DQNConfig, seed: int = 0, device: Any = "auto",
                    body: torch.nn.Module | None = None,
                    features_extractor: Any = None) -> Agent:
     """A DQN agent for ``env`` (single or vector): the policy and its trajectory.
+
+    In an env with legal-action masks (``env.legal_actions_mask``: a player's view of a game
+    such as ``TicTacToe``) the agent is *masked*: it acts among the legal actions only, and its
+    trajectory stores every state's mask, so the TD target maxes over the legal next actions
+    (see :func:`~stagerl.algorithms.dqn.update.td_target`).
 
     Everything is checked here, before anything runs: the settings, the env's spaces (a
     ``Discrete`` action space; ``Box``, ``Discrete`` or ``MultiBinary`` observations), the
@@ -81,14 +86,22 @@ def make_dqn_agent(env: Any, config: DQNConfig, seed: int = 0, device: Any = "au
         torch.manual_seed(int(seed))
         network = make_q_network(state_space, int(action_space.n), config, body,
                                  features_extractor)
+    masked = has_legal_actions_mask(env)
     policy = DQNPolicy(network, config, int(action_space.start), num_envs,
-                       np.random.default_rng(explore_seed), device)
+                       np.random.default_rng(explore_seed), device, masked)
     state = state_spec(state_space)
     trajectory = make_dqn_trajectory(
         state, config.steps_per_burst, config.batch_size, config.buffer_size, config.train_freq,
         config.learning_starts, config.n_step, config.gamma, config.stack_size,
-        config.prioritized, np.random.default_rng(replay_seed))
+        config.prioritized, np.random.default_rng(replay_seed),
+        (np.bool_, (int(action_space.n),)) if masked else None)
     return Agent(policy, trajectory)
+
+
+def has_legal_actions_mask(env: Any) -> bool:
+    """Whether ``env`` tells its legal actions (a ``legal_actions_mask``: a game's player, an
+    env with masks), which a masked DQN acts among and stores."""
+    return hasattr(type(env), "legal_actions_mask") or hasattr(env, "legal_actions_mask")
 
 
 def state_spec(space: Any) -> Any:

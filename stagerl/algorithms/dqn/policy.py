@@ -4,7 +4,8 @@ prioritized replay, distributional (C51) and Rainbow, their combination.
 The pieces, in the order a step meets them:
 
 * ``plan``: ε-greedy over the network's action values (a numpy copy of a small MLP's weights
-  acts in ~8 us instead of torch's ~35 us per call; no forward at all when ε explores).
+  acts in ~8 us instead of torch's ~35 us per call; no forward at all when ε explores); in an
+  env with legal-action masks (``masked``), among the legal actions only, exploring as well.
 * The Agent records the step in the trajectory (``terminal = env.is_terminated``: a truncated
   episode's last transition stays bootstrapped).
 * ``optimise`` at PostAct: the target network follows the online one every
@@ -68,6 +69,9 @@ class DQNPolicy(Policy):
         num_envs: sub-envs acting at once (ε falls per env step, the explorer steps per act).
         rng: an int seed or ``np.random.Generator`` for exploration.
         device: where the networks learn (``"cpu"``, ``"cuda"``, ``"auto"``).
+        masked: act among ``env.legal_actions_mask`` (a game's player, an env with masks);
+            ``make_dqn_agent`` sets it when the env has masks, and gives the trajectory a
+            ``legal_actions_mask`` trace, so the TD target maxes over the legal next actions.
 
     Example:
         >>> import stagerl as rl
@@ -83,10 +87,11 @@ class DQNPolicy(Policy):
     """
 
     def __init__(self, network: QNetwork, config: DQNConfig, action_start: int = 0,
-                 num_envs: int = 1, rng: Any = None, device: Any = "cpu"):
+                 num_envs: int = 1, rng: Any = None, device: Any = "cpu", masked: bool = False):
         if config.total_steps is None:
             raise ValueError(TOTAL_STEPS_MISSING)
         self.config = config
+        self.masked = bool(masked)
         self.n_actions = network.n_actions
         self.action_start = int(action_start)
         self.device = resolve_device(device)
@@ -160,21 +165,26 @@ class DQNPolicy(Policy):
             values = self.network.q_values(x).cpu().numpy()
         return values[0] if single else values
 
-    def act(self, state: Any, n: int | None = None) -> Any:
+    def act(self, state: Any, n: int | None = None, mask: Any = None) -> Any:
         """ε-greedy actions (one, or ``n`` for the rows of a vector env's ``state``): uniform
         before ``learning_starts`` (as SB3), then ε from the explorer's schedule, which steps
-        once per act; the network's values are computed only when some action is greedy."""
+        once per act; the network's values are computed only when some action is greedy.
+        ``mask``: the legal actions (per row for ``n``); both choices keep to them."""
         epsilon = 1.0 if self.env_steps < self.config.learning_starts else None
         self.env_steps += 1 if n is None else n
         action = self.explorer.draw(self.n_actions, lambda: self.q_values(state, n is None), n,
-                                    epsilon)
+                                    epsilon, mask)
         return self.action_start + action
 
-    def greedy(self, state: Any, n: int | None = None) -> Any:
-        """The greedy actions (evaluation): nothing drawn, no step counted."""
+    def greedy(self, state: Any, n: int | None = None, mask: Any = None) -> Any:
+        """The greedy actions (evaluation), among the legal ones of ``mask`` when given:
+        nothing drawn, no step counted."""
+        values = self.q_values(state, single=n is None)
+        if mask is not None:
+            values = np.where(mask, values, -np.inf)
         if n is None:
-            return self.action_start + int(np.argmax(self.q_values(state)))
-        return self.action_start + np.argmax(self.q_values(state, single=False), axis=1)
+            return self.action_start + int(np.argmax(values))
+        return self.action_start + np.argmax(values, axis=1)
 
     def stacked(self, env: Any) -> np.ndarray:
         """The last ``stack_size`` frames of the env (of each sub-env): what the policy acts on,
@@ -217,9 +227,10 @@ def _plan_dqn(policy: DQNPolicy, env):
     state = env.state
     if policy.config.stack_size > 1:
         state = policy.stacked(env)
+    mask = env.legal_actions_mask if policy.masked else None
     if policy.deterministic:  # evaluation: greedy, nothing drawn, no step counted
-        return policy.greedy(state)
-    return policy.act(state)
+        return policy.greedy(state, mask=mask)
+    return policy.act(state, mask=mask)
 
 
 @plan.dispatch(precedence=DEFAULT_PRECEDENCE)
@@ -227,9 +238,10 @@ def _plan_dqn_vector(policy: DQNPolicy, env: VectorEnv):
     state = env.state  # one row per sub-env: one forward pass for all, unless all explore
     if policy.config.stack_size > 1:
         state = policy.stacked(env)
+    mask = env.legal_actions_mask if policy.masked else None
     if policy.deterministic:
-        return policy.greedy(state, env.num_envs)
-    return policy.act(state, env.num_envs)
+        return policy.greedy(state, env.num_envs, mask)
+    return policy.act(state, env.num_envs, mask)
 
 
 @optimise.dispatch(precedence=DEFAULT_PRECEDENCE)

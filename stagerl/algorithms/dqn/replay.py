@@ -35,6 +35,8 @@ __all__ = ["BurstSampler", "Burst", "DiscountedNStepSampler", "make_dqn_trajecto
 
 #: The traces a DQN batch needs (other traces a user adds are not gathered).
 NAMES = ("state", "next_state", "action", "reward", "terminal")
+#: ... and a masked DQN's: the legal actions of each next state.
+MASKED_NAMES = (*NAMES, "next_legal_actions_mask")
 
 
 class DiscountedNStepSampler(NStepBatchSampler):
@@ -93,7 +95,8 @@ class Burst:
 class BurstSampler:
     """``n_batches`` batches of ``batch_size`` rows for one controller sample (see the module
     docstring); n-step returns (with ``discount`` per row) and stacked frames as
-    :class:`~trajectories.NStepBatchSampler` builds them. Batches are numpy arrays.
+    :class:`~trajectories.NStepBatchSampler` builds them. Batches are numpy arrays; ``masked``
+    adds each row's ``next_legal_actions_mask`` (of the row its ``next_state`` comes from).
 
     Example:
         >>> from trajectories import CircularArraySARTSTraces
@@ -106,7 +109,8 @@ class BurstSampler:
     """
 
     def __init__(self, n_batches: int, batch_size: int, n_step: int = 1, gamma: float = 0.99,
-                 stack_size: int = 1, prioritized: bool = False, rng: Any = None):
+                 stack_size: int = 1, prioritized: bool = False, rng: Any = None,
+                 masked: bool = False):
         for name, value in (("n_batches", n_batches), ("batch_size", batch_size),
                             ("n_step", n_step), ("stack_size", stack_size)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -114,12 +118,13 @@ class BurstSampler:
         self.n_batches, self.batch_size = int(n_batches), int(batch_size)
         self.prioritized = bool(prioritized)
         rows = self.batch_size if self.prioritized else self.n_batches * self.batch_size
+        names = MASKED_NAMES if masked else NAMES
         if n_step == 1 and stack_size == 1:
-            self.sampler = BatchSampler(rows, names=NAMES, rng=rng)
+            self.sampler = BatchSampler(rows, names=names, rng=rng)
         else:
             self.sampler = DiscountedNStepSampler(
                 n_step, gamma, rows, stack_size=None if stack_size == 1 else stack_size,
-                names=NAMES, rng=rng)
+                names=names, rng=rng)
 
     def __repr__(self) -> str:
         return (f"BurstSampler(n_batches={self.n_batches}, batch_size={self.batch_size}, "
@@ -142,9 +147,12 @@ def first_burst_at(learning_starts: int, train_freq: int) -> int:
 def make_dqn_trajectory(state: tuple, n_batches: int, batch_size: int, buffer_size: int,
                         train_freq: int, learning_starts: int, n_step: int = 1,
                         gamma: float = 0.99, stack_size: int = 1, prioritized: bool = False,
-                        rng: Any = None) -> Trajectory:
+                        rng: Any = None, legal_actions_mask: tuple | None = None) -> Trajectory:
     """A SARTS ring of ``buffer_size`` transitions (``state = (dtype, shape)``; prioritized
-    when asked), a :class:`BurstSampler` and the controller of the update rate.
+    when asked), a :class:`BurstSampler` and the controller of the update rate. With
+    ``legal_actions_mask = (dtype, shape)`` (a masked DQN) the ring stores each state's
+    legal-action mask too, multiplexed like the states, and batches carry
+    ``next_legal_actions_mask``.
 
     Example:
         >>> t = make_dqn_trajectory((np.float32, (4,)), n_batches=2, batch_size=8,
@@ -152,10 +160,12 @@ def make_dqn_trajectory(state: tuple, n_batches: int, batch_size: int, buffer_si
         >>> t.controller.threshold, t.controller.ratio
         (12, 0.25)
     """
-    traces = CircularArraySARTSTraces(capacity=buffer_size, state=state)
+    traces = CircularArraySARTSTraces(capacity=buffer_size, state=state,
+                                      legal_actions_mask=legal_actions_mask)
     if prioritized:
         traces = CircularPrioritizedTraces(traces)
-    sampler = BurstSampler(n_batches, batch_size, n_step, gamma, stack_size, prioritized, rng)
+    sampler = BurstSampler(n_batches, batch_size, n_step, gamma, stack_size, prioritized, rng,
+                           masked=legal_actions_mask is not None)
     controller = InsertSampleRatioController(
         ratio=1.0 / train_freq, threshold=first_burst_at(learning_starts, train_freq))
     return Trajectory(traces, sampler, controller)
@@ -185,6 +195,8 @@ def as_tensors(batch: dict, device: torch.device, action_start: int = 0,
     action = batch["action"]
     out["action"] = tensor(action - action_start if action_start else action)
     out["terminal"] = tensor(batch["terminal"].astype(np.float32))
+    if "next_legal_actions_mask" in batch:
+        out["next_legal_actions_mask"] = tensor(batch["next_legal_actions_mask"].astype(bool))
     if "discount" in batch:
         out["discount"] = tensor(batch["discount"])
     if "priority" in batch:

@@ -90,6 +90,11 @@ def td_target(policy: DQNPolicy, batch: dict, next_output: torch.Tensor | None =
     ``batch`` holds tensors on the policy's device: ``reward`` (n-step sums), ``next_state``,
     ``terminal`` (a float), and ``discount`` (``gamma ** n`` per row) when n-step.
     ``next_output`` is the target network's output at ``next_state`` when already computed.
+
+    With ``next_legal_actions_mask`` (bool, one per action; a masked DQN's batches have it)
+    ``a'`` is the best *legal* action. A next state with no legal action (a game's last board,
+    or one seen while another player was to move, cut by a time limit) is worth 0: such a row
+    is not bootstrapped, whatever its ``terminal``.
     """
     config, online = policy.config, policy.network
     target = policy.target if policy.target is not None else online
@@ -98,10 +103,15 @@ def td_target(policy: DQNPolicy, batch: dict, next_output: torch.Tensor | None =
     bootstrap = batch.get("discount", config.gamma) * (1.0 - batch["terminal"])
     if next_output is None:
         next_output = target(next_state)
+    legal = batch.get("next_legal_actions_mask")
     if config.double:  # the online network picks the next action, the target network rates it
-        next_action = online.q_values(next_state).argmax(dim=1, keepdim=True)
+        choice = online.q_values(next_state)
     else:
-        next_action = online.values_of(next_output).argmax(dim=1, keepdim=True)
+        choice = online.values_of(next_output)
+    if legal is not None:
+        choice = choice.masked_fill(~legal, -math.inf)
+        bootstrap = bootstrap * legal.any(dim=1)  # no legal next action: worth 0
+    next_action = choice.argmax(dim=1, keepdim=True)
     if online.distributional:
         next_logits = next_output.gather(1, next_action[..., None].expand(-1, -1, online.n_atoms))
         return project_distribution(next_logits.squeeze(1).softmax(dim=-1), reward, bootstrap,

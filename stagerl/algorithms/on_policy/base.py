@@ -114,7 +114,11 @@ class OnPolicy(Policy):
 
     * ``plan`` samples from the actor (argmax or the clipped mean while ``deterministic``,
       drawing nothing from ``rng``) and keeps the step's log-probability and value, which the
-      Agent records with the step.
+      Agent records with the step (one pending step per lane: a game's players played by one
+      policy each keep theirs, ``env.lane``). A ``masked`` policy samples among
+      ``env.legal_actions_mask`` (a categorical of the legal actions), and the trajectory
+      stores the mask of every state, which the loss reads back; a policy that is not
+      ``masked`` refuses an env with masks (``validate``).
     * ``postprocess(rollout)`` adds fields to the ``(T, n_lanes)`` rollout (see the module
       docstring); the default adds GAE ``advantage`` and ``return`` (``gamma``, ``gae_lambda``).
     * ``update(batch)`` learns from the flat batch of the rollout's transitions (torch tensors);
@@ -153,7 +157,9 @@ class OnPolicy(Policy):
         self.env_steps = 0  # transitions learned from (schedules read it)
         self.n_updates = 0
         self.stats: dict[str, float] = {}  # the last update's figures (losses, KL...)
-        self._step = None  # (stored action, log_prob, value, state) of the last plan
+        self.masked = False  # act among env.legal_actions_mask (set by an algorithm that learns so)
+        # lane -> (action, stored action, log_prob, value, state) of the lane's last plan
+        self._steps: dict[int, tuple] = {}
 
     # -- acting ------------------------------------------------------------------------------------
     def states_tensor(self, states: Any) -> Any:
@@ -176,16 +182,17 @@ class OnPolicy(Policy):
     def _leaf_tensor(self, x: Any, dtype: Any) -> torch.Tensor:
         return torch.as_tensor(x, dtype=dtype, device=self.device)
 
-    def sample(self, states: Any, action_space: Any) -> tuple:
+    def sample(self, states: Any, action_space: Any, mask: Any = None) -> tuple:
         """For a batch of observations: the actions for the env (Gaussian ones clipped to the
         Box), the actions to store (unclipped), their log-probabilities and the values. While
         ``deterministic``: the most likely actions (the clipped mean), and nothing is drawn
-        from ``rng``."""
+        from ``rng``. ``mask`` (bool, one row per observation; Discrete action spaces only):
+        actions among the legal ones."""
         out, log_std, value = self.model.act_outputs(self.states_tensor(states))
         dist = self.model.dist
         if self.deterministic:
-            return dist.mode(out, action_space), None, None, value
-        env_action, stored, log_prob = dist.sample(out, log_std, self.rng, action_space)
+            return dist.mode(out, action_space, mask), None, None, value
+        env_action, stored, log_prob = dist.sample(out, log_std, self.rng, action_space, mask)
         return env_action, stored, log_prob, value
 
     def record_rewards(self, env: Any) -> None:
@@ -291,6 +298,14 @@ class OnPolicy(Policy):
                                    "running_returns": self.running_returns}
         return state
 
+    def validate(self, env: Any) -> None:
+        if not self.masked and (hasattr(type(env), "legal_actions_mask")
+                                or hasattr(env, "legal_actions_mask")):
+            raise TypeError(
+                f"{type(self).__name__} acts without legal-action masks, but {env!r} has them "
+                "(legal_actions_mask): it would choose illegal actions; PPO acts and learns "
+                "with masks (make_ppo_agent on this env)")
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         for name, opt in self.optimisers().items():
@@ -312,19 +327,24 @@ class OnPolicy(Policy):
 def _plan_on_policy(policy: OnPolicy, env):
     vector = isinstance(env, VectorEnv)  # a batch of states, or one
     state = env.state
+    mask = None
+    if policy.masked:
+        mask = np.asarray(env.legal_actions_mask, dtype=bool)
+        mask = mask if vector else mask[None]
     env_action, stored, log_prob, value = policy.sample(
         state if vector else tree_map(lambda leaf: np.asarray(leaf)[None], state),
-        env.single_action_space)
+        env.single_action_space, mask)
     if not vector:
         env_action = int(env_action[0]) if policy.model.discrete else env_action[0]
     if not policy.deterministic:  # recorded with the step (PostAct)
-        policy._step = (env_action, stored, log_prob, value, state)
+        policy._steps[getattr(env, "lane", 0)] = (env_action, stored, log_prob, value, state)
     return env_action
 
 
 def _record_on_policy_step(agent: Any, env: Any, action: Any) -> None:
     policy = agent.policy
-    planned, stored, log_prob, value, state = policy._step or (None,) * 5
+    planned, stored, log_prob, value, state = policy._steps.get(getattr(env, "lane", 0),
+                                                                (None,) * 5)
     if action is not planned:
         raise RuntimeError(
             f"{type(policy).__name__} records the log-probability and value of the action its "

@@ -191,26 +191,23 @@ class ActorCritic(nn.Module):
         return self.dist.params(self.forward_mlp(self._actor_features(states), "actor"),
                                 self.log_std)
 
-    def log_prob_entropy(self, states: Any, actions: torch.Tensor,
-                         entropy: bool = True) -> tuple:
+    def log_prob_entropy(self, states: Any, actions: torch.Tensor, entropy: bool = True,
+                         mask: torch.Tensor | None = None) -> tuple:
         """The log-probability of ``actions`` in ``states`` ``(B,)`` and the entropy (``(B,)``,
         or a scalar for Gaussian policies: it depends on ``log_std`` alone; ``None`` with
-        ``entropy=False``, which saves its share of the backward pass)."""
-        return self._log_prob_entropy(self.distribution(states), actions, entropy)
+        ``entropy=False``, which saves its share of the backward pass). ``mask`` (bool
+        ``(B, n)``, Discrete action spaces only): the categorical of the legal actions (see
+        :class:`~stagerl.utils.distributions.Categorical`)."""
+        return self.dist.log_prob_entropy(self.distribution(states), actions, entropy, mask)
 
-    def _log_prob_entropy(self, params: tuple, actions: torch.Tensor, entropy: bool) -> tuple:
-        both = getattr(self.dist, "log_prob_entropy", None)
-        if both is not None:
-            return both(params, actions, entropy)
-        return self.dist.log_prob(params, actions), self.dist.entropy(params) if entropy \
-            else None
-
-    def evaluate(self, states: Any, actions: torch.Tensor, entropy: bool = True) -> tuple:
-        """``(log_prob, entropy, value)`` of ``actions`` in ``states``, with one pass of a
-        shared extractor (what the actor-critic losses need)."""
+    def evaluate(self, states: Any, actions: torch.Tensor, entropy: bool = True,
+                 mask: torch.Tensor | None = None) -> tuple:
+        """``(log_prob, entropy, value)`` of ``actions`` in ``states`` (under the legal-action
+        ``mask``, as :meth:`log_prob_entropy`), with one pass of a shared extractor (what the
+        actor-critic losses need)."""
         actor_in, critic_in = self.features(states)
         params = self.dist.params(self.forward_mlp(actor_in, "actor"), self.log_std)
-        log_prob, ent = self._log_prob_entropy(params, actions, entropy)
+        log_prob, ent = self.dist.log_prob_entropy(params, actions, entropy, mask)
         return log_prob, ent, self.forward_mlp(critic_in, "critic").squeeze(-1)
 
     def kl_from(self, old: tuple, states: Any) -> torch.Tensor:

@@ -10,7 +10,9 @@ Every ``n_steps`` steps of each sub-env, ``n_epochs`` passes over the rollout in
 
 with GAE advantages ``A`` (normalised per minibatch), categorical or diagonal-Gaussian policies,
 learning-rate and clip-range schedules, gradient-norm clipping and optional observation
-normalisation, as Stable-Baselines3's PPO.
+normalisation, as Stable-Baselines3's PPO. In an env with legal-action masks (a game's player)
+the categorical is restricted to the legal actions, when acting and in the loss (the mask each
+action was drawn under is stored with it), as sb3-contrib's MaskablePPO.
 """
 
 from __future__ import annotations
@@ -94,7 +96,8 @@ class PPOConfig(OnPolicyConfig):
 def ppo_loss(model: ActorCritic, batch: dict, clip_range: float, clip_range_vf: float | None,
              ent_coef: float, vf_coef: float, normalize_advantage: bool) -> tuple:
     """PPO's clipped loss on a minibatch, and its parts (for logging)."""
-    log_prob, entropy, values = model.evaluate(batch["state"], batch["action"], ent_coef > 0)
+    log_prob, entropy, values = model.evaluate(batch["state"], batch["action"], ent_coef > 0,
+                                               batch.get("legal_actions_mask"))
     advantage = batch["advantage"]
     if normalize_advantage and len(advantage) > 1:
         advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
@@ -115,7 +118,8 @@ def ppo_loss(model: ActorCritic, batch: dict, clip_range: float, clip_range_vf: 
 def ppo_diagnostics(model: ActorCritic, batch: dict, clip_range: float) -> dict:
     """The entropy, the approximate KL from the acting policy and the fraction of clipped
     ratios on ``batch`` (computed once per update, outside the gradient steps)."""
-    log_prob, entropy = model.log_prob_entropy(batch["state"], batch["action"])
+    log_prob, entropy = model.log_prob_entropy(batch["state"], batch["action"],
+                                               mask=batch.get("legal_actions_mask"))
     log_ratio = log_prob - batch["log_prob"]
     ratio = torch.exp(log_ratio)
     return {"entropy": entropy.mean(), "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
@@ -188,6 +192,10 @@ def make_ppo_agent(env: Any, config: PPOConfig | None = None, seed: int = 0,
     ``features_extractor``: a factory of the observation space (see
     :mod:`stagerl.algorithms.extractors`) in place of the built-in ``config`` names.
 
+    In an env with legal-action masks (a player's view of a game such as ``TicTacToe``) the
+    agent is *masked*: it draws among the legal actions, and learns under the masks it drew with
+    (masks are for a ``Discrete`` action space: with another, a ``TypeError``).
+
     Raises ``ValueError`` when a rollout (``n_steps`` times the number of sub-envs) is smaller
     than ``batch_size`` (the settings themselves are checked by :class:`PPOConfig`);
     ``TypeError`` for an env whose spaces PPO cannot act in.
@@ -199,4 +207,7 @@ def make_ppo_agent(env: Any, config: PPOConfig | None = None, seed: int = 0,
     _, _, n_envs = check_spaces(env, who)
     check_rollout_size(who, config.n_steps, n_envs, config.batch_size)
     model = build_model_for(env, who, config, seed, device, features_extractor)
-    return Agent(PPOPolicy(model, config, rng=seed), rollout_trajectory(env, config.n_steps))
+    policy = PPOPolicy(model, config, rng=seed)
+    trajectory = rollout_trajectory(env, config.n_steps)  # refuses masks of non-Discrete actions
+    policy.masked = "legal_actions_mask" in trajectory.keys()  # acts as it learns: masked
+    return Agent(policy, trajectory)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
@@ -34,15 +35,17 @@ from trajectories import (
 )
 from trajectories.nested import is_nested, tree_map
 
-__all__ = ["rollout_trajectory", "rows_of", "check_rollout_size", "read_rollout",
-           "add_gae", "add_discounted_returns", "make_vector_env"]
+__all__ = ["rollout_trajectory", "legal_actions_mask_spec", "rows_of", "check_rollout_size",
+           "read_rollout", "add_gae", "add_discounted_returns", "make_vector_env"]
 
 
 def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
                        lane_capacity: int | None = None) -> Trajectory:
     """The trajectory of an on-policy agent: SARTS traces plus ``log_prob``, ``value`` and
     ``truncated``, one lane per sub-env, whose controller allows one sample per rollout of
-    ``n_steps`` transitions per sub-env (or ``controller``'s rule).
+    ``n_steps`` transitions per sub-env (or ``controller``'s rule). In an env with legal-action
+    masks (a game's player) every state's mask is stored too (``legal_actions_mask``: the mask
+    each action was drawn under).
 
     Each episode end adds a boundary row to its lane (its last state, then the next episode's
     first state), so a lane holds ``2 * n_steps + 1`` rows by default (``lane_capacity``).
@@ -58,7 +61,8 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
     dist = action_distribution(action_space, "rollout_trajectory")
     action = (dist.action_dtype, dist.action_shape)
     traces = CircularArraySARTSTraces(capacity, state=observation_spec(state_space),
-                                      action=action) + Traces(
+                                      action=action,
+                                      legal_actions_mask=legal_actions_mask_spec(env)) + Traces(
         log_prob=CircularArrayBuffer(capacity, (), np.float32),
         value=CircularArrayBuffer(capacity, (), np.float32),
         truncated=CircularArrayBuffer(capacity, (), np.bool_))
@@ -68,6 +72,22 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
     # One lane per sub-env of a vector env (even of one sub-env); a single env needs none.
     return Trajectory(traces, controller=controller,
                       n_lanes=n_envs if isinstance(env, VectorEnv) else None)
+
+
+def legal_actions_mask_spec(env: Any) -> tuple | None:
+    """The ``(dtype, shape)`` of the legal-action masks ``env`` tells (``legal_actions_mask``:
+    a game's player), one bool per action of its ``Discrete`` action space; ``None`` for an
+    env without masks. Masks of any other action space raise a ``TypeError``: only a
+    categorical acts and learns under them."""
+    if not (hasattr(type(env), "legal_actions_mask") or hasattr(env, "legal_actions_mask")):
+        return None
+    _, action_space, _ = check_spaces(env, "rollout_trajectory")
+    if not isinstance(action_space, gymnasium.spaces.Discrete):
+        raise TypeError(
+            f"{env!r} has legal-action masks (legal_actions_mask), which the on-policy "
+            f"algorithms take for a Discrete action space only, got {action_space}; give the "
+            "env a Discrete action space, or drop its masks")
+    return np.bool_, (int(action_space.n),)
 
 
 def rows_of(batch: dict, rows: Any) -> dict:
@@ -91,10 +111,11 @@ def read_rollout(container: Any, policy: Any) -> dict:
     ``policy`` (an ``OnPolicy``) gives the critic's values where a chain is bootstrapped.
 
     Fields: the traces (``state``, ``action``, ``reward``, ``terminal``, ``truncated``,
-    ``log_prob``, ``value``), ``valid`` (False on padding, where a lane has fewer than ``T``
-    steps), ``chain_end`` (the next row does not continue the episode) and ``bootstrap_value``
-    (the critic's value of the next state where a chain ends without a terminal step: a
-    truncated episode's true final observation, or the state after the rollout's last step).
+    ``log_prob``, ``value``, and ``legal_actions_mask`` when stored), ``valid`` (False on
+    padding, where a lane has fewer than ``T`` steps), ``chain_end`` (the next row does not
+    continue the episode) and ``bootstrap_value`` (the critic's value of the next state where a
+    chain ends without a terminal step: a truncated episode's true final observation, or the
+    state after the rollout's last step).
     """
     n = len(container)
     rows = np.arange(n)
@@ -121,6 +142,8 @@ def read_rollout(container: Any, policy: Any) -> dict:
         return out
 
     names = ("state", "action", "reward", "terminal", "truncated", "log_prob", "value")
+    if "legal_actions_mask" in container.keys():
+        names += ("legal_actions_mask",)
     columns = {name: container.take(name, idx) for name in names}
     bootstrap = np.zeros(len(idx), dtype=np.float32)
     ends = ~continues & ~columns["terminal"]

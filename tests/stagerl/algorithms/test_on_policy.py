@@ -198,7 +198,7 @@ def test_deterministic_acting_is_greedy_and_draws_nothing():
         action = rl.plan(policy, env)
     logits = model.actor(torch.as_tensor(env.state)).argmax(-1)
     assert action.tolist() == logits.tolist()
-    assert policy.rng.bit_generator.state == before and policy._step is None
+    assert policy.rng.bit_generator.state == before and policy._steps == {}
     rl.plan(policy, env)
     assert policy.rng.bit_generator.state != before
 

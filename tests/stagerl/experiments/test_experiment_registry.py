@@ -127,7 +127,7 @@ def test_every_named_experiment_has_a_summary_and_listable_hyper_parameters():
 def test_every_module_of_the_zoo_is_a_named_experiment():
     modules = sorted(p.stem.replace("_", "-") for p in ZOO.glob("*.py")
                      if not p.stem.startswith("_"))
-    assert names() == modules and len(modules) == 18
+    assert names() == modules and len(modules) == 21
     for name in names():
         experiment = get_experiment(name)
         assert issubclass(experiment.config, RunSettings), name
@@ -153,7 +153,9 @@ def test_each_experiment_is_its_algorithms_config_with_the_defaults_it_changes()
         algorithm = algorithm_of.get(name.split("-")[0])
         if algorithm is None:  # the tabular experiment builds its own policy
             continue
-        assert issubclass(config_type, GymRunSettings) and issubclass(config_type, algorithm)
+        assert issubclass(config_type, RunSettings) and issubclass(config_type, algorithm)
+        if "env_id" in settable_fields(config_type):  # a gymnasium env (else a game)
+            assert issubclass(config_type, GymRunSettings), name
         # every setting of the algorithm can be set for the experiment, and its schedules
         # span the run
         assert set(settable_fields(algorithm)) - {"total_steps"} <= set(

@@ -47,7 +47,8 @@ def valid(name: str, field: str, kind: str, text: str) -> bool:
     return False
 
 
-DQN = ("dqn-cartpole", "dqn-cartpole-zoo", "dqn-acrobot", "rainbow-cartpole", "dqn-atari")
+DQN = ("dqn-cartpole", "dqn-cartpole-zoo", "dqn-acrobot", "rainbow-cartpole", "dqn-atari",
+       "dqn-tictactoe", "dqn-tictactoe-selfplay")
 
 
 CASES = [(name, field, kind, text) for name in names()

@@ -8,9 +8,12 @@ import pickle
 
 import numpy as np
 import pytest
+import torch
 from multi_agent_scripted import lane_rows
+from resume_games import SETUPS as SMALL
 
 import stagerl as rl
+from stagerl.experiments import configure, get_experiment
 from stagerl.multi_agent import (
     SEQUENTIAL,
     SIMULTANEOUS,
@@ -145,3 +148,57 @@ def test_the_multi_agent_csv_logger_copies_and_logs_on(tmp_path, how):
     rows = list(csv.DictReader((tmp_path / "episodes.csv").open()))
     assert [int(r["episode"]) for r in rows] == [1, 2, 3, 4, 5]
     assert all(float(r["return_player_1"]) == -float(r["return_player_2"]) for r in rows)
+
+
+def _experiment_parts(name):
+    """A named game experiment, small, as ``stagerl run`` builds it: its masked DQN or PPO
+    players and heuristic opponents, its wrapped and scored game, its evaluation ``Versus``."""
+    experiment = get_experiment(name)
+    config = configure(name, steps=SMALL[name]["steps"], **SMALL[name]["overrides"])
+    torch.manual_seed(0)
+    game = experiment.make_env(config, 0)
+    return [experiment.make_agent(config, game, 0, "cpu"), game,
+            experiment.make_eval_env(config, 7)]
+
+
+def _tensors(state, prefix=""):
+    if isinstance(state, dict):
+        for key, value in state.items():
+            yield from _tensors(value, f"{prefix}{key}/")
+    elif isinstance(state, (list, tuple)):
+        for i, value in enumerate(state):
+            yield from _tensors(value, f"{prefix}{i}/")
+    elif isinstance(state, torch.Tensor):
+        yield prefix, state.tolist()
+
+
+def _played(parts, steps):
+    """Run ``steps`` more, then what the run left: an evaluation in the Versus, every Agent's
+    rows and tensors (parameters, optimiser state), the other policies."""
+    policy, game, versus = parts
+    rl.run(policy, game, rl.StopAfterNSteps(steps, progress=False))
+    out = [rl.evaluate(policy, versus, 4), repr(game)]
+    for key in sorted(policy.policies):
+        member = policy.policies[key]
+        if isinstance(member, rl.Agent):
+            container = member.trajectory.container
+            out.append({name: container[name].tolist() for name in container.keys()})
+            out.append(dict(_tensors(member.state_dict())))
+        else:
+            out.append(repr(member))
+    return out
+
+
+@pytest.mark.parametrize("how", sorted(COPIES))
+@pytest.mark.parametrize("name", ["dqn-tictactoe-selfplay", "ppo-rps"])
+def test_a_game_experiment_copied_mid_game_plays_and_evaluates_on_as_the_original(name, how):
+    """Masked DQN (self-play lanes) and PPO players, the heuristic opponents' rngs, FlattenStates
+    and a scored game, the evaluation Versus: copied together mid-game (and mid-rollout)."""
+    original = _experiment_parts(name)
+    _played(original, SMALL[name]["k"])  # a mid-game step, past the first updates
+    policy, game, _ = original
+    assert not (game.is_terminated or game.is_truncated)
+    copied = COPIES[how](original)
+    first = _played(copied, 150)
+    assert first == _played(original, 150)
+    assert len(first[2]["action"]) > 0  # the learner's rows (a PPO rollout: since its update)

@@ -82,7 +82,7 @@ def test_a_plain_csv_logger_logs_the_game_level_columns(tmp_path):
 
 
 def test_the_multi_agent_csv_logger_refuses_a_single_agent_env(tmp_path):
-    with pytest.raises(TypeError, match="MultiAgentCSVLogger logs games"):
+    with pytest.raises(TypeError, match="multi-agent loggers log games"):
         rl.run(rl.RandomPolicy(rng=0), rl.RandomWalk1D(), hook=MultiAgentCSVLogger(tmp_path))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 import pytest
-from multi_agent_scripted import Elimination, lane_rows, sarts_agent
+from multi_agent_scripted import Elimination, Scripted, lane_rows, sarts_agent
 
 import stagerl as rl
 from stagerl.multi_agent import (
@@ -151,3 +151,86 @@ def test_an_id_with_keywords_is_made_by_pettingzoo_and_keywords_without_an_id_ar
         PettingZooEnv(TicTacToe(), max_cycles=3)
     with pytest.raises(ValueError, match="action_mask must be one of"):
         PettingZooEnv("classic/tictactoe-v3", action_mask="yes")
+
+
+class NoRepeat(pettingzoo.ParallelEnv):
+    """Two players pick one of three moves each cycle, never their own last one (masked), for
+    ``cycles`` cycles; ``a`` scores +1 when the moves differ, ``b`` when they match. The mask is
+    in a dict observation, or (``in_info``) in the infos beside a plain observation."""
+
+    metadata = {"name": "no_repeat_v0"}
+
+    def __init__(self, cycles=6, in_info=False):
+        self.possible_agents, self.cycles, self.in_info = ["a", "b"], cycles, in_info
+
+    def observation_space(self, agent):
+        inner = gymnasium.spaces.Discrete(4)  # the player's last move, 3 before the first
+        if self.in_info:
+            return inner
+        return gymnasium.spaces.Dict({"observation": inner,
+                                      "action_mask": gymnasium.spaces.MultiBinary(3)})
+
+    def action_space(self, agent):
+        return gymnasium.spaces.Discrete(3)
+
+    def _out(self):
+        masks = {a: (np.arange(3) != self.last[a]).astype(np.int8) for a in self.agents}
+        if self.in_info:
+            return dict(self.last), {a: {"action_mask": masks[a]} for a in self.agents}
+        return ({a: {"observation": self.last[a], "action_mask": masks[a]} for a in self.agents},
+                {a: {} for a in self.agents})
+
+    def reset(self, seed=None, options=None):
+        self.agents, self.t = list(self.possible_agents), 0
+        self.last = dict.fromkeys(self.agents, 3)
+        return self._out()
+
+    def step(self, actions):
+        assert actions["a"] != self.last["a"] and actions["b"] != self.last["b"]
+        self.t += 1
+        same = actions["a"] == actions["b"]
+        rewards = {"a": 0.0 if same else 1.0, "b": 1.0 if same else 0.0}
+        self.last = {a: int(actions[a]) for a in self.agents}
+        observations, infos = self._out()
+        done = self.t >= self.cycles
+        truncations = dict.fromkeys(self.agents, done)
+        if done:
+            self.agents = []
+        return observations, rewards, dict.fromkeys(truncations, False), truncations, infos
+
+
+@pytest.mark.parametrize("in_info", [False, True], ids=["mask in observation", "mask in info"])
+def test_the_parallel_adapter_lifts_masks_and_random_play_keeps_to_them(in_info):
+    game = PettingZooParallelEnv(NoRepeat(in_info=in_info),
+                                 action_mask="info" if in_info else "auto")
+    assert game.has_legal_actions_mask and game.mask_source == ("info" if in_info else
+                                                                "observation")
+    assert game.state_space_of("a") == gymnasium.spaces.Discrete(4)
+    game.reset()
+    game.act({"a": 0, "b": 2})
+    assert game.legal_actions_mask_of("a").tolist() == [False, True, True]
+    assert game.legal_actions_mask_of("b").tolist() == [True, True, False]
+    assert int(game.state_of("a")) == 0 and game.reward_of("a") == 1.0
+    # masked random for both, many matches: an illegal move would fail the env's own assert
+    agents = {p: rl.Agent(rl.RandomPolicy(rng=i), rl.Trajectory(rl.CircularArraySARTSTraces(
+        capacity=300, legal_actions_mask=(np.bool_, (3,))))) for i, p in enumerate(game.players)}
+    hook = MultiAgentHook({p: rl.StepsPerEpisode() for p in game.players})
+    rl.run(MultiAgentPolicy(agents), game, rl.StopAfterNEpisodes(40, progress=False), hook)
+    assert hook["a"].steps == [6] * 40
+    for agent in agents.values():
+        rows = lane_rows(agent)
+        moved = rows["sampleable"]
+        assert moved.sum() == 240 and not rows["terminal"].any()  # truncated, never terminal
+        actions, last = rows["action"][moved], rows["state"][moved]
+        assert (actions != last).all()  # never its own last move
+        assert (rows["next_state"][moved] == actions).all()
+        expected = np.arange(3)[None, :] != last[:, None]  # every stored mask the env's
+        np.testing.assert_array_equal(rows["legal_actions_mask"][moved], expected)
+
+
+def test_an_illegal_move_in_a_masked_parallel_game_is_refused_naming_the_player():
+    game = PettingZooParallelEnv(NoRepeat())
+    policy = MultiAgentPolicy({"a": Scripted([1, 1]), "b": Scripted([0, 1])})
+    with pytest.raises(ValueError, match=r"player 'a'.*chose the action 1.*legal: \[0, 2\]"):
+        rl.run(policy, game, rl.StopAfterNEpisodes(1, progress=False))
+    assert game.env.t == 1  # the second cycle never reached the env

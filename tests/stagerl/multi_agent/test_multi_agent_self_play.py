@@ -73,6 +73,32 @@ def test_n_step_samples_of_random_self_play_never_chain_two_players_turns(n):
                 == to_move[alive]).all()
 
 
+def test_episode_samples_of_random_self_play_are_each_one_players_turns_in_order():
+    traces = rl.CircularArraySARTSTraces(capacity=600, state=(np.int8, (3, 3, 2)))
+    shared = rl.Agent(rl.RandomPolicy(rng=2), rl.Trajectory(traces, rl.EpisodesSampler()))
+    policy = MultiAgentPolicy({"player_1": shared, "player_2": shared})
+    rl.run(policy, TicTacToe(), rl.StopAfterNEpisodes(301, progress=False))  # the ring wraps
+    assert len(shared.trajectory) == 600
+    episodes = shared.trajectory.sample()
+    # every stored transition in one episode (each lane's 300 slots: some 75 games' moves and
+    # each game's last board)
+    stored = int(np.asarray(shared.trajectory.container.sampleable_inds).sum())
+    assert sum(len(e["action"]) for e in episodes) == stored and len(episodes) > 100
+    seen = set()
+    for episode in episodes:
+        state, following = episode["state"], episode["next_state"]
+        if not len(state):
+            continue
+        to_move = _other_marks(state) - _own_marks(state)  # 0: player 1's turns, 1: player 2's
+        assert len(set(to_move.tolist())) == 1  # one player's turns only
+        seen.add(int(to_move[0]))
+        np.testing.assert_array_equal(following[:-1], state[1:])  # in order, none skipped
+        assert not episode["terminal"][:-1].any()
+        assert (_own_marks(following) - _own_marks(state) == 1).all()  # one own move per row
+    assert seen == {0, 1}
+    assert sum(bool(e["terminal"][-1]) for e in episodes if len(e["terminal"])) >= 100
+
+
 def test_a_shared_agent_in_a_simultaneous_game_keeps_a_lane_per_player():
     shared = sarts_agent({"player_0": [0, 1, 2], "player_1": [2, 2, 2]}, state=(np.int64, ()))
     policy = MultiAgentPolicy({"player_0": shared, "player_1": shared})
@@ -109,3 +135,13 @@ def test_each_players_view_names_its_lane_in_the_shared_agent():
     policy = MultiAgentPolicy({"player_1": Scripted([0]), "player_2": alone})
     policy.bind(TicTacToe())
     assert policy.views["player_2"].lane == 0 and alone.trajectory.container.n_lanes == 1
+
+
+def test_a_shared_agents_trajectory_is_pointed_at_lanes_never_patched():
+    shared = sarts_agent({"player_1": [0, 1, 2], "player_2": [3, 4]})
+    push_before = shared.trajectory.push
+    rl.run(MultiAgentPolicy({"player_1": shared, "player_2": shared}), TicTacToe(),
+           rl.StopAfterNEpisodes(1, progress=False))
+    assert "push" not in vars(shared.trajectory)
+    assert shared.trajectory.push.__func__ is push_before.__func__ is rl.Trajectory.push
+    assert shared.trajectory.lane in (0, 1)  # the last player it recorded for

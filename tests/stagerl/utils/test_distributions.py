@@ -144,3 +144,101 @@ def test_numpy_draws_follow_the_probabilities_and_their_log_probabilities(kind):
                                  torch.as_tensor(values.reshape(-1, *dist.action_shape))).numpy())
     np.testing.assert_allclose(counts / len(stored), probs, atol=0.015)
     assert dist.mode(out[:2], space).shape == (2, *dist.action_shape)
+
+
+# ---- the categorical under a legal-action mask -------------------------------------------
+
+
+def test_a_masked_categorical_is_the_categorical_of_the_legal_actions():
+    from stagerl.utils.distributions import Categorical, masked_categorical_log_prob_entropy
+
+    generator = torch.Generator().manual_seed(2)
+    logits = torch.randn(4, 5, generator=generator, dtype=torch.float64, requires_grad=True)
+    mask = torch.tensor([[True, True, False, True, False], [False, False, True, False, False],
+                         [True, True, True, True, True], [False, True, False, True, True]])
+    actions = torch.tensor([3, 2, 0, 4])
+    dist = Categorical(5)
+    log_prob, entropy = dist.log_prob_entropy((logits,), actions, True, mask)
+    for row in range(4):  # each row: torch's categorical over that row's legal logits alone
+        legal = mask[row].nonzero().squeeze(-1)
+        reference = torch.distributions.Categorical(logits=logits[row, legal])
+        position = (legal == actions[row]).nonzero().item()
+        assert log_prob[row].item() == pytest.approx(
+            reference.log_prob(torch.tensor(position)).item(), abs=1e-12)
+        assert entropy[row].item() == pytest.approx(reference.entropy().item(), abs=1e-12)
+    assert torch.equal(dist.log_prob((logits,), actions, mask), log_prob)
+    assert torch.equal(dist.entropy((logits,), mask), entropy)
+    same = masked_categorical_log_prob_entropy(logits, actions, mask)
+    assert torch.equal(same[0], log_prob) and torch.equal(same[1], entropy)
+    (log_prob.sum() + entropy.sum()).backward()
+    assert (logits.grad[~mask] == 0).all() and (logits.grad[mask] != 0).any()
+    assert torch.isfinite(logits.grad).all()
+    # without a mask: the plain categorical, bit for bit
+    plain = dist.log_prob_entropy((logits,), actions, True)
+    assert torch.equal(plain[0], dist.log_prob((logits,), actions))
+
+
+def test_masked_numpy_draws_keep_to_the_legal_actions_with_the_torch_log_probs():
+    import gymnasium
+    import numpy as np
+
+    from stagerl.utils.distributions import Categorical
+
+    space, dist = gymnasium.spaces.Discrete(4), Categorical(4)
+    out = np.tile(np.array([2.0, -1.0, 0.5, 3.0], dtype=np.float32), (20_000, 1))
+    mask = np.tile(np.array([True, True, True, False]), (20_000, 1))
+    mask[::2] = [False, True, True, False]  # rows of two kinds
+    env_action, stored, log_prob = dist.sample(out, None, np.random.default_rng(0), space, mask)
+    assert env_action is stored and mask[np.arange(len(mask)), stored].all()
+    expected = dist.log_prob((torch.as_tensor(out),), torch.as_tensor(stored),
+                             torch.as_tensor(mask))
+    np.testing.assert_allclose(log_prob, expected.numpy(), rtol=1e-5, atol=1e-6)
+    for rows in (slice(0, None, 2), slice(1, None, 2)):  # frequencies: the legal probabilities
+        legal = mask[rows][0]
+        probs = np.where(legal, np.exp(out[0] - out[0][legal].max()), 0.0)
+        counts = np.bincount(stored[rows], minlength=4) / len(stored[rows])
+        np.testing.assert_allclose(counts, probs / probs.sum(), atol=0.015)
+    # the mode is the best legal action (row 0 may not play 0 nor 3, row 1 not 3)
+    assert dist.mode(out[:2], space, mask[:2]).tolist() == [2, 0]
+    assert dist.mode(out[:2], space).tolist() == [3, 3]
+
+
+def test_a_draw_above_the_rounded_cumulative_sum_lands_on_the_last_legal_action():
+    import gymnasium
+    import numpy as np
+
+    from stagerl.utils.distributions import Categorical
+
+    class AlmostOne:  # a uniform above the float32 sum of the legal probabilities (0.99999994)
+        def random(self, shape):
+            return np.full(shape, 0.99999997)
+
+    out = np.array([[0.1, 0.2, 0.3, 0.0, 0.0]], dtype=np.float32)
+    mask = np.array([[True, True, True, False, False]])
+    action, _, log_prob = Categorical(5).sample(out, None, AlmostOne(),
+                                                gymnasium.spaces.Discrete(5), mask)
+    assert action.tolist() == [2] and np.isfinite(log_prob).all()
+
+
+@pytest.mark.parametrize("space", ["MultiDiscrete", "MultiBinary", "Box"])
+def test_every_distribution_but_the_categorical_refuses_a_mask(space):
+    import gymnasium
+    import numpy as np
+
+    from stagerl.utils.distributions import action_distribution
+
+    space = {"MultiDiscrete": gymnasium.spaces.MultiDiscrete([3, 2]),
+             "MultiBinary": gymnasium.spaces.MultiBinary(2),
+             "Box": gymnasium.spaces.Box(-1.0, 1.0, (2,))}[space]
+    dist = action_distribution(space)
+    out = np.zeros((1, dist.n_outputs), dtype=np.float32)
+    log_std = np.zeros(dist.n_outputs, dtype=np.float32)
+    mask = np.ones((1, dist.n_outputs), dtype=bool)
+    params = dist.params(torch.as_tensor(out), torch.as_tensor(log_std))
+    actions = torch.zeros((1, *dist.action_shape))
+    for call in (lambda: dist.sample(out, log_std, np.random.default_rng(0), space, mask),
+                 lambda: dist.mode(out, space, mask),
+                 lambda: dist.log_prob_entropy(params, actions, True, torch.as_tensor(mask))):
+        with pytest.raises(TypeError, match="legal-action masks are for Discrete action spaces"):
+            call()
+    dist.sample(out, log_std, np.random.default_rng(0), space)  # without a mask: as ever
