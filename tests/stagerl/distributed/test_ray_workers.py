@@ -59,8 +59,9 @@ def test_dqn_learns_with_two_workers_and_survives_a_killed_worker(local_ray):
             learner.pool.kill(0)
             killed.append(learner.worker_steps[0])  # what worker 0 had inserted by then
 
-    config = configure("dqn-cartpole", steps=4000, **DQN_SMOKE)
-    with learner_for("dqn-cartpole", config, seed=0, device="cpu", workers=2,
+    # RL-Zoo's constant step size: dqn-cartpole's falls to 0 over these 4,000 steps
+    config = configure("dqn-cartpole-zoo", steps=4000, **DQN_SMOKE)
+    with learner_for("dqn-cartpole-zoo", config, seed=0, device="cpu", workers=2,
                      callback=kill_once) as learner:
         figures = learner.train(4000)
         assert killed and figures["replaced_workers"] == 1
