@@ -32,8 +32,10 @@ from stagerl.algorithms._checks import Settings, check_net_arch, check_numbers
 from stagerl.algorithms.on_policy.networks import LOG_SQRT_2PI, ActorCritic, RunningMeanStd
 from stagerl.algorithms.on_policy.rollout import add_gae, read_rollout
 from stagerl.algorithms.torch_state import move_fused_adam_steps
+from stagerl.core.actions import _compute_actions, acting_as, as_batch, no_state, one_or_batch
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan, push
 from stagerl.core.env import VectorEnv
+from stagerl.core.fallbacks import refuse_observations
 from stagerl.core.policy import Policy, as_rng
 from stagerl.core.stages import PostActStage
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
@@ -100,13 +102,15 @@ class OnPolicy(Policy):
         self.model, self.optimiser = model, optimiser
         self.gamma, self.gae_lambda, self.max_grad_norm = gamma, gae_lambda, max_grad_norm
         self.rng = as_rng(rng)
-        n_inputs = model.actor[0].in_features
+        # The observation's size: an MLP actor's first layer (or the model's n_inputs).
+        n_inputs = getattr(model, "n_inputs", None) or model.actor[0].in_features
         self.state_rms = RunningMeanStd((n_inputs,)) if normalize_states else None
         self.device = next(model.parameters()).device
         self.env_steps = 0  # transitions learned from (schedules read it)
         self.n_updates = 0
         self.stats: dict[str, float] = {}  # the last update's figures (losses, KL...)
         self._step = None  # (stored action, log_prob, value, state) of the last plan
+        self.action_space = None  # one env's, bound at the first plan (compute_actions clips)
 
     # -- acting ------------------------------------------------------------------------------------
     def states_tensor(self, states: np.ndarray) -> torch.Tensor:
@@ -118,7 +122,11 @@ class OnPolicy(Policy):
         """For a batch of observations: the actions for the env (Gaussian ones clipped to the
         Box), the actions to store (unclipped), their log-probabilities and the values. While
         ``deterministic``: the argmax or the clipped mean, and nothing is drawn from ``rng``."""
-        out, log_std, value = self.model.act_outputs(self.states_tensor(states))
+        return self.draw(*self.model.act_outputs(self.states_tensor(states)), action_space)
+
+    def draw(self, out: np.ndarray, log_std: Any, value: np.ndarray, action_space: Any) -> tuple:
+        """:meth:`sample` from the actor's output ``out`` (logits or means), ``log_std`` (None
+        for categorical policies) and the values (numpy)."""
         if self.model.discrete:
             if self.deterministic:
                 return out.argmax(axis=1), None, None, value
@@ -168,13 +176,8 @@ class OnPolicy(Policy):
         """Learn from one complete rollout held by ``container``."""
         rollout = read_rollout(container, self)
         rollout = self.postprocess(rollout)
-        rows = self.select(rollout)
-        batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
-                 for name, value in rollout.items()
-                 if value.shape[:2] == rows.shape and name != "state"}
-        batch["state"] = self.states_tensor(rollout["state"][rows])
         self.env_steps += int(rollout["valid"].sum())
-        self.update(batch)
+        self.update(self.batch_of(rollout))
         self.n_updates += 1
         if is_logging_scalars():  # once a rollout, for the loggers the experiment has
             for name, value in self.stats.items():
@@ -182,6 +185,23 @@ class OnPolicy(Policy):
             log_scalar("charts/learning_rate", self.optimiser.param_groups[0]["lr"])
         if self.state_rms is not None:
             self.state_rms.update(rollout["state"][rollout["valid"]])
+
+    def batch_of(self, rollout: dict) -> dict:
+        """What ``update`` learns from: the flat batch of the rollout's selected transitions
+        (torch tensors on the policy's device, observations normalised)."""
+        rows = self.select(rollout)
+        batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
+                 for name, value in rollout.items()
+                 if value.shape[:2] == rows.shape and name != "state"}
+        batch["state"] = self.states_tensor(rollout["state"][rows])
+        return batch
+
+    def bootstrap_values(self, container: Any, rows: np.ndarray) -> np.ndarray:
+        """The critic's values of the next states of ``rows`` (where a chain ends without a
+        terminal step: a truncation, or the rollout's end)."""
+        next_states = self.states_tensor(container.take("next_state", rows))
+        with torch.no_grad():
+            return self.model.value(next_states).cpu().numpy()
 
     # -- devices and state ------------------------------------------------------------------
     def to(self, device: Any) -> OnPolicy:
@@ -219,6 +239,8 @@ class OnPolicy(Policy):
 def _plan_on_policy(policy: OnPolicy, env):
     vector = isinstance(env, VectorEnv)  # a batch of states, or one
     state = env.state
+    if policy.action_space is None:
+        policy.action_space = env.single_action_space
     env_action, stored, log_prob, value = policy.sample(
         state if vector else np.asarray(state)[None], env.single_action_space)
     if not vector:
@@ -258,6 +280,25 @@ def _optimise_on_policy(policy: OnPolicy, stage: PostActStage, trajectory):
         policy.learn(container)
         # The next rollout starts at each sub-env's current state; episodes go on.
         trajectory.clear(keep_running_episodes=True)
+
+
+@_compute_actions.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _compute_actions_on_policy(policy: OnPolicy, observations, state, deterministic):
+    no_state(policy, state)
+    name = type(policy).__name__
+    batch, single = as_batch(observations, (policy.model.actor[0].in_features,), name)
+    space = policy.action_space
+    if space is None and not policy.model.discrete:
+        raise ValueError(f"{name} clips its Gaussian actions to the action space's bounds, "
+                         f"which it learns when it first acts in an env; set "
+                         f"policy.action_space = env.action_space first")
+    with acting_as(policy, deterministic):
+        actions, _, log_prob, value = policy.sample(np.asarray(batch, np.float32), space)
+    extra = {"value": value} if log_prob is None else {"log_prob": log_prob, "value": value}
+    return one_or_batch(actions, None, extra, single)
+
+
+refuse_observations(OnPolicy)
 
 
 # ---- weights for rollout workers (stagerl.distributed) ------------------------------------
