@@ -185,15 +185,19 @@ def start_recurrent_episode(agent: Agent, env: Any) -> None:
     agent._policy.reset_lanes(env)
 
 
-def _recurrent_values(agent: Agent, vector: bool, extra: dict) -> None:
-    """Add the state that went into the step, and the planned traces the policy gave."""
+def _recurrent_values(agent: Agent, env: Any, extra: dict) -> None:
+    """Add the state that went into the step, and the planned traces the policy gave, from
+    the lanes of ``env`` (each lane's own last plan: another player may have planned since)."""
     policy = agent._policy
-    state_in = policy.state_in
-    extra.setdefault(STATE_TRACE, state_in if vector else state_in[0])
-    planned = policy.last_extra
+    memory = policy.memory
+    rows = policy.lanes_of(env)
+    one = not isinstance(env, VectorEnv)
+    inputs = memory.inputs[rows]
+    extra.setdefault(STATE_TRACE, inputs[0] if one else inputs)
     for name in agent._planned_traces:
-        if name in planned and name not in extra:
-            extra[name] = planned[name] if vector else planned[name][0]
+        value = memory.extra.get(name)
+        if value is not None and name not in extra:
+            extra[name] = value[rows][0] if one else value[rows]
 
 
 def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
@@ -209,10 +213,10 @@ def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
     them. On a vector env the per-sub-env rules of ``docs/vector_envs.md`` apply.
 
     For a recurrent policy the step also carries ``recurrent_state``, the state that went into
-    it, and every trace the policy's plan gave a value for (``policy.last_extra``).
+    it, and every trace the policy's plan gave a value for (its ``memory.extra``).
     """
     if agent._recurrent:
-        _recurrent_values(agent, isinstance(env, VectorEnv), extra)
+        _recurrent_values(agent, env, extra)
     if isinstance(env, VectorEnv):
         record_vector_step(agent, env, action, extra)
         return

@@ -35,11 +35,15 @@ from stagerl.core.policy import Policy
 from stagerl.core.stages import PreEpisodeStage
 from trajectories import STATE_TRACE
 
-__all__ = ["RecurrentPolicy", "LaneMemory", "starting_lanes", "STATE_TRACE"]
+__all__ = ["RecurrentPolicy", "LaneMemory", "starting_lanes", "plan_recurrent", "STATE_TRACE"]
 
 
 class LaneMemory:
-    """The recurrent state of every lane, one row each (``values``: ``(n_lanes, *shape)``).
+    """The recurrent state of every lane, one row each (``values``: ``(n_lanes, *shape)``), and
+    what went into and came out of each lane's last plan: ``inputs`` (the state it started
+    from, what the step is stored with) and ``extra`` (name -> one row per lane: its
+    log-probability, value...). A lane's step is recorded after other lanes (other players of
+    a game) may have planned, so each lane keeps its own.
 
     Lanes are added as they are first used, in their initial state. A reset writes the
     initial state into the rows of the lanes it names and nothing else.
@@ -56,6 +60,8 @@ class LaneMemory:
     def __init__(self, shape: tuple):
         self.shape = tuple(int(n) for n in shape)
         self.values = np.zeros((0, *self.shape), dtype=np.float32)
+        self.inputs = np.zeros((0, *self.shape), dtype=np.float32)
+        self.extra: dict = {}
 
     def ensure(self, n_lanes: int, initial: Any) -> None:
         """Hold at least ``n_lanes`` lanes; new ones in ``initial(k)``'s state."""
@@ -63,6 +69,8 @@ class LaneMemory:
         if n_lanes > held:
             more = np.asarray(initial(n_lanes - held), dtype=np.float32)
             self.values = np.concatenate([self.values, more])
+            self.inputs = np.concatenate([self.inputs, more])
+            self.extra = {name: _grown(value, n_lanes) for name, value in self.extra.items()}
 
     def reset(self, lanes: Any, initial: Any) -> None:
         """Put ``lanes`` (a bool mask over the lanes held, or lane indices) in ``initial(k)``'s
@@ -73,8 +81,25 @@ class LaneMemory:
             self.ensure(int(rows.max()) + 1, initial)
             self.values[rows] = initial(rows.size)
 
+    def remember(self, rows: slice, inputs: np.ndarray, extra: dict) -> None:
+        """Keep what went into (``inputs``) and came with (``extra``) the lanes' last plan."""
+        self.inputs[rows] = inputs
+        for name, value in extra.items():
+            value = np.asarray(value)
+            kept = self.extra.get(name)
+            if kept is None or kept.shape[1:] != value.shape[1:] or kept.dtype != value.dtype:
+                kept = self.extra[name] = np.zeros((len(self.values), *value.shape[1:]),
+                                                   dtype=value.dtype)
+            kept[rows] = value
+
     def __repr__(self) -> str:
         return f"LaneMemory(shape={self.shape}, lanes={len(self.values)})"
+
+
+def _grown(array: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros((n, *array.shape[1:]), dtype=array.dtype)
+    out[:len(array)] = array
+    return out
 
 
 def starting_lanes(env: Any) -> Any:
@@ -90,9 +115,7 @@ class RecurrentPolicy(Policy):
     Subclasses set ``recurrent_state_shape`` (the shape of one lane's state; an attribute or
     a property) and define ``compute_actions`` for their type. ``initial_state(n)`` is zeros;
     override it for another start. ``memory`` is the :class:`LaneMemory` of the current mode
-    (training, or ``deterministic`` evaluation); ``state_in`` the states that went into the
-    last plan, one row per lane it acted for; ``last_extra`` that plan's extra data (what the
-    Agent records).
+    (training, or ``deterministic`` evaluation).
 
     Example:
         >>> import stagerl as rl
@@ -147,8 +170,8 @@ class RecurrentPolicy(Policy):
     def act_in(self, env: Any) -> ComputedActions:
         """What ``plan`` does: the lanes of ``env`` act on ``env.state`` from their states (a
         vector env's lanes that start an episode from the initial state), and keep the new
-        states. Returns the batch of results (one row per lane); ``state_in`` and
-        ``last_extra`` keep what the Agent records."""
+        states. Returns the batch of results (one row per lane); the memory keeps what the
+        Agent records (``memory.inputs``, ``memory.extra``)."""
         rows = self.lanes_of(env)
         memory = self.memory
         memory.ensure(rows.stop, self.initial_state)
@@ -162,17 +185,21 @@ class RecurrentPolicy(Policy):
         state_in = memory.values[rows].copy()
         out = compute_actions(self, observations, state_in, self.deterministic)
         memory.values[rows] = out.state
-        self.state_in, self.last_extra = state_in, out.extra
+        memory.remember(rows, state_in, out.extra)
         return out
 
 
-@plan.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _plan_recurrent(policy: RecurrentPolicy, env):
+def plan_recurrent(policy: RecurrentPolicy, env: Any) -> Any:
+    """What ``plan`` is for a recurrent policy: :meth:`RecurrentPolicy.act_in`, one action per
+    sub-env of a vector env, else the one action (a Python number for a scalar action)."""
     actions = policy.act_in(env).actions
     if isinstance(env, VectorEnv):
         return actions
     action = actions[0]
     return action.item() if isinstance(action, np.generic) else action
+
+
+plan.dispatch(precedence=DEFAULT_PRECEDENCE)(plan_recurrent)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)

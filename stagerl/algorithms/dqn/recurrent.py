@@ -54,7 +54,7 @@ from stagerl.core.stages import PostActStage
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
 from stagerl.policies.agent import Agent
 from stagerl.policies.explorers import EpsilonGreedyExplorer
-from stagerl.policies.recurrent import RecurrentPolicy
+from stagerl.policies.recurrent import RecurrentPolicy, plan_recurrent
 from stagerl.utils.devices import resolve_device
 from stagerl.utils.numpy_rnn import NumpyCopy, gru_step, lstm_step, mlp_forward
 from trajectories import (
@@ -320,14 +320,10 @@ def _compute_actions_drqn(policy: DRQNPolicy, observations, state, deterministic
 
 @plan.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _plan_drqn(policy: DRQNPolicy, env):
-    actions = policy.act_in(env).actions
-    if policy.deterministic:  # evaluation: no step counted
-        return actions if isinstance(env, VectorEnv) else actions[0].item()
-    if isinstance(env, VectorEnv):
-        policy.env_steps += env.num_envs
-        return actions
-    policy.env_steps += 1
-    return actions[0].item()
+    actions = plan_recurrent(policy, env)
+    if not policy.deterministic:  # evaluation counts no step
+        policy.env_steps += env.num_envs if isinstance(env, VectorEnv) else 1
+    return actions
 
 
 refuse_observations(DRQNPolicy)

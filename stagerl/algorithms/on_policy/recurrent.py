@@ -41,11 +41,12 @@ from stagerl.algorithms.on_policy.ppo import PPOConfig, scheduled
 from stagerl.algorithms.on_policy.recurrent_networks import RNN_KINDS, RecurrentActorCritic
 from stagerl.algorithms.on_policy.rollout import check_rollout_size, rollout_trajectory
 from stagerl.core.actions import _compute_actions, acting_as, as_batch, checked_state, one_or_batch
-from stagerl.core.dispatch import DEFAULT_PRECEDENCE, plan
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, plan, push
 from stagerl.core.env import VectorEnv
 from stagerl.core.fallbacks import refuse_observations
-from stagerl.policies.agent import Agent
-from stagerl.policies.recurrent import RecurrentPolicy
+from stagerl.core.stages import PostActStage
+from stagerl.policies.agent import Agent, record_step
+from stagerl.policies.recurrent import RecurrentPolicy, plan_recurrent
 from stagerl.utils.devices import resolve_device
 from trajectories import STATE_TRACE, chop_into_sequences
 
@@ -301,15 +302,31 @@ def _compute_actions_recurrent_ppo(policy: RecurrentPPOPolicy, observations, sta
 
 @plan.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _plan_recurrent_ppo(policy: RecurrentPPOPolicy, env):
-    out = policy.act_in(env)
-    actions, extra = out.actions, out.extra
-    vector = isinstance(env, VectorEnv)
-    if not vector:
-        actions = actions[0].item() if policy.model.discrete else actions[0]
-    if not policy.deterministic:  # recorded with the step (PostAct), as OnPolicy records
-        stored = extra.get("unclipped_action", out.actions)
-        policy._step = (actions, stored, extra["log_prob"], extra["value"], env.state)
-    return actions
+    # As every recurrent policy plans (one of its two bases would be ambiguous with the other).
+    return plan_recurrent(policy, env)
+
+
+def _record_recurrent_ppo_step(agent: Any, env: Any, action: Any) -> None:
+    # The lane's own last plan gives the step's log-probability, value and state (another
+    # player of a game may have planned since); a Gaussian's unclipped draw is stored.
+    policy = agent.policy
+    unclipped = policy.memory.extra.get("unclipped_action")
+    if unclipped is not None:
+        drawn = unclipped[policy.lanes_of(env)]
+        action = drawn if isinstance(env, VectorEnv) else drawn[0]
+    record_step(agent, env, action)
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_recurrent_ppo_step(agent: Agent[RecurrentPPOPolicy, object], stage: PostActStage,
+                             env, action):
+    _record_recurrent_ppo_step(agent, env, action)
+
+
+@push.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _push_recurrent_ppo_vector_step(agent: Agent[RecurrentPPOPolicy, object],
+                                    stage: PostActStage, env: VectorEnv, action):
+    _record_recurrent_ppo_step(agent, env, action)  # as specific as OnPolicy's vector method
 
 
 refuse_observations(RecurrentPPOPolicy)

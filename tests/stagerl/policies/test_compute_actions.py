@@ -1,0 +1,138 @@
+"""compute_actions: one inference call for every policy, one observation or a batch, without
+an env: the same decision plan makes, the extra per-step data, and clear refusals."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+
+import stagerl as rl
+from stagerl.core.dispatch import MissingMethodError
+
+
+def _families():
+    from stagerl.algorithms import (
+        DRQNConfig,
+        PPOConfig,
+        RecurrentPPOConfig,
+        SACConfig,
+        TD3Config,
+        make_drqn_agent,
+        make_ppo_agent,
+        make_recurrent_ppo_agent,
+        make_sac_agent,
+        make_td3_agent,
+    )
+    from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
+
+    cartpole = rl.GymEnv("CartPole-v1", seed=0)
+    pendulum = rl.GymEnv("Pendulum-v1", seed=0)
+    tabular = rl.QBasedPolicy(rl.TDLearner(rl.TabularQApproximator(7, 2)),
+                              rl.EpsilonGreedyExplorer(0.1, rng=0))
+    return {
+        "DQNPolicy": (make_dqn_agent(cartpole, DQNConfig(total_steps=100), device="cpu"),
+                      cartpole, {"q_values"}),
+        "PPOPolicy": (make_ppo_agent(cartpole, PPOConfig(n_steps=8, batch_size=8),
+                                     device="cpu"), cartpole, {"log_prob", "value"}),
+        "SACPolicy": (make_sac_agent(pendulum, SACConfig(learning_starts=0), device="cpu"),
+                      pendulum, set()),
+        "TD3Policy": (make_td3_agent(pendulum, TD3Config(learning_starts=0), device="cpu"),
+                      pendulum, set()),
+        "QBasedPolicy": (rl.Agent(tabular, rl.Trajectory(rl.CircularArraySARTSTraces(4))),
+                         rl.RandomWalk1D(), {"values"}),
+        "RecurrentPPOPolicy": (make_recurrent_ppo_agent(
+            cartpole, RecurrentPPOConfig(n_steps=8, batch_size=8), device="cpu"), cartpole,
+            {"log_prob", "value"}),
+        "DRQNPolicy": (make_drqn_agent(cartpole, DRQNConfig(total_steps=100), device="cpu"),
+                       cartpole, {"q_values"}),
+    }
+
+
+FAMILIES = list(_families())
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_one_observation_gives_the_action_plan_gives_and_a_batch_one_per_observation(name):
+    agent, env, extra_names = _families()[name]
+    env.reset()
+    observation = env.state
+    with rl.deterministic(agent):
+        planned = rl.plan(agent, env)
+    one = rl.compute_actions(agent, observation, deterministic=True)
+    assert np.array_equal(np.asarray(one.actions), np.asarray(planned))
+    assert type(one.actions) is type(planned) or isinstance(planned, np.ndarray)
+    batch = rl.compute_actions(agent, np.stack([np.asarray(observation)] * 3),
+                               one.state if one.state is None else np.stack([one.state] * 3) * 0,
+                               deterministic=True)
+    assert len(batch.actions) == 3
+    # A batch of one and of three may sum in another order: equal to float32 precision.
+    assert np.allclose(np.asarray(batch.actions[0], float), np.asarray(one.actions, float),
+                       atol=1e-5)
+    sampled = rl.compute_actions(agent, observation)
+    assert set(sampled.extra) == extra_names
+    recurrent = isinstance(agent.policy, rl.RecurrentPolicy)
+    assert (one.state is not None) == recurrent
+    if recurrent:
+        assert one.state.shape == agent.policy.recurrent_state_shape
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_an_observation_of_another_shape_is_refused_naming_both_shapes(name):
+    agent, env, _ = _families()[name]
+    wrong = np.zeros((2, 3, 5))
+    with pytest.raises(ValueError, match=r"takes one observation of shape .* got an array of "
+                                         r"shape \(2, 3, 5\)"):
+        rl.compute_actions(agent, wrong)
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILIES if not n.startswith(("Recurrent", "DRQN"))])
+def test_a_memoryless_policy_given_a_state_says_it_keeps_none(name):
+    agent, env, _ = _families()[name]
+    env.reset()
+    with pytest.raises(ValueError, match="keeps no state between steps"):
+        rl.compute_actions(agent, env.state, np.zeros(3))
+
+
+def test_a_frame_stacking_dqn_carries_its_stack_as_the_state():
+    from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
+
+    agent = make_dqn_agent(rl.GymEnv("CartPole-v1"), DQNConfig(total_steps=10, stack_size=3),
+                           device="cpu")
+    frames = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = rl.compute_actions(agent, frames[0], deterministic=True)
+    assert out.state.tolist() == [frames[0].tolist()] * 3  # the first frame fills the stack
+    out = rl.compute_actions(agent, frames[1], out.state, deterministic=True)
+    out = rl.compute_actions(agent, frames[2], out.state, deterministic=True)
+    assert out.state.tolist() == frames.tolist()
+    with pytest.raises(ValueError, match="stacks of the last 3 frames"):
+        rl.compute_actions(agent, frames[0], np.zeros((2, 4)))
+
+
+def test_a_random_policy_draws_from_its_space_a_list_being_a_batch():
+    policy = rl.RandomPolicy(gymnasium.spaces.Box(-1.0, 1.0, (2,)), rng=0)
+    assert rl.compute_actions(policy, np.zeros(7)).actions.shape == (2,)
+    assert rl.compute_actions(policy, [np.zeros(7)] * 4).actions.shape == (4, 2)
+    with pytest.raises(ValueError, match=r"RandomPolicy\(action_space=env.action_space\)"):
+        rl.compute_actions(rl.RandomPolicy(), np.zeros(7))
+
+
+def test_compute_actions_counts_no_env_step():
+    agent, env, _ = _families()["DQNPolicy"]
+    env.reset()
+    rl.compute_actions(agent, env.state)
+    assert agent.policy.env_steps == 0
+
+
+class NoActions(rl.Policy):
+    pass
+
+
+def test_a_policy_without_a_method_is_told_what_to_define_and_bad_arguments_are_refused():
+    with pytest.raises(MissingMethodError, match=r"define one with "
+                                                 r"@stagerl.compute_actions.dispatch"):
+        rl.compute_actions(NoActions(), np.zeros(3))
+    with pytest.raises(TypeError, match="needs a stagerl policy"):
+        rl.compute_actions("policy", np.zeros(3))
+    with pytest.raises(TypeError, match="deterministic must be True or False"):
+        rl.compute_actions(NoActions(), np.zeros(3), deterministic="yes")
