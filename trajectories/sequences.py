@@ -289,6 +289,12 @@ class SequenceSampler:
         _state_name(who, container, self.state)
         return _resolve_names(who, container, self.names)
 
+    def can_sample(self, container) -> bool:
+        """Whether ``container`` holds a window that may be drawn (an O(rows) scan)."""
+        self._check(container)
+        rows = np.arange(len(container))
+        return bool((container.is_sampleable_at(rows) & self._admissible(container)(rows)).any())
+
     def sample(self, container) -> dict:
         names = self._check(container)
         starts = self._rows.uniform(container, self.batch_size, self._admissible(container))

@@ -264,6 +264,7 @@ class DRQNPolicy(RecurrentPolicy):
         self.n_updates = 0
         self.target_updates = 0  # env_steps // target_update_interval at the last update
         self.loss: torch.Tensor | None = None
+        self.windows_stored = False  # the replay holds a window to learn from
         self.to(self.device)
 
     def to(self, device: Any) -> DRQNPolicy:
@@ -332,6 +333,10 @@ refuse_observations(DRQNPolicy)
 @optimise.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _optimise_drqn(policy: DRQNPolicy, stage: PostActStage, trajectory):
     policy.update_target_if_due()
+    if not policy.windows_stored:  # learning may start before a whole window was played
+        policy.windows_stored = trajectory.sampler.can_sample(trajectory.container)
+        if not policy.windows_stored:
+            return
     for batch in trajectory:  # the controller allows gradient_steps per train_freq steps
         drqn_update(policy, batch)
         if is_logging_scalars():

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium
 import numpy as np
 import torch
 from torch import nn
@@ -71,6 +72,10 @@ class RecurrentPPOConfig(PPOConfig):
         normalize_rewards: scale the rewards by the running standard deviation of each
             sub-env's discounted return (clipped to [-10, 10]), as Stable-Baselines3's
             ``VecNormalize`` does.
+        rnn_prev_action: feed the lane's previous action (one-hot for discrete actions; zeros
+            at an episode's start) into the RNN with each observation, as RLlib's
+            ``lstm_use_prev_action``: a policy that samples its actions cannot otherwise know
+            which one it took. It is kept as one more row of the lane's state.
 
     Example:
         >>> RecurrentPPOConfig(rnn="transformer")
@@ -87,6 +92,7 @@ class RecurrentPPOConfig(PPOConfig):
     critic_net_arch: tuple[int, ...] = (64,)
     max_seq_len: int = 32
     normalize_rewards: bool = False
+    rnn_prev_action: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -139,13 +145,22 @@ class RecurrentPPOPolicy(OnPolicy, RecurrentPolicy):
     """
 
     def __init__(self, model: RecurrentActorCritic, config: RecurrentPPOConfig,
-                 action_space: Any, rng: Any = None):
+                 action_space: Any, rng: Any = None, observation_size: int | None = None):
         optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate, eps=1e-5)
         super().__init__(model, optimiser, config.gamma, config.gae_lambda,
                          config.max_grad_norm, config.normalize_states, rng)
         self.config = config
         self.action_space = action_space
-        self.recurrent_state_shape = model.recurrent_state_shape
+        # The previous action's size when it is an input (0: it is not), kept in the lane's
+        # state as one more row after the RNNs' (see rnn_prev_action).
+        self.prev_action_size = (int(action_space.n) if model.discrete else
+                                 int(action_space.shape[0])) if config.rnn_prev_action else 0
+        self.observation_size = model.n_inputs - self.prev_action_size \
+            if observation_size is None else int(observation_size)
+        if self.state_rms is not None:  # of the observations (not the previous actions)
+            self.state_rms = RunningMeanStd((self.observation_size,))
+        k, hidden = model.recurrent_state_shape
+        self.recurrent_state_shape = (k + 1, hidden) if self.prev_action_size else (k, hidden)
         # The discounted return's statistics and each sub-env's running return so far.
         self.reward_rms = RunningMeanStd(()) if config.normalize_rewards else None
         self.lane_returns: np.ndarray | None = None
@@ -212,11 +227,10 @@ class RecurrentPPOPolicy(OnPolicy, RecurrentPolicy):
         starts = (t == 0) | chain_end[np.maximum(t - 1, 0), lane]
         columns = {name: rollout[name][t, lane]
                    for name in ("action", "log_prob", "value", "advantage", "return")}
-        raw = rollout["state"][t, lane]
-        columns["state"] = self.state_rms.normalize(raw) if self.state_rms is not None else \
-            raw.astype(np.float32)
+        stored = rollout[STATE_TRACE][t, lane]
+        columns["state"] = self.inputs(rollout["state"][t, lane], stored)
         seqs = chop_into_sequences(np.cumsum(starts), columns, self.config.max_seq_len,
-                                   state=rollout[STATE_TRACE][t, lane])
+                                   state=stored)
         # A sequence whose first step starts an episode inside the rollout starts from the
         # initial state, as acting must have: a reset off by a step would show as ratios
         # away from 1. (A lane's first step in the rollout may continue an episode: its
@@ -224,6 +238,7 @@ class RecurrentPPOPolicy(OnPolicy, RecurrentPolicy):
         episode_start = starts & (t > 0)
         from_start = episode_start[seqs["rows"][:, 0]]
         seqs["initial_state"][from_start] = self.initial_state(int(from_start.sum()))
+        seqs["initial_state"] = seqs["initial_state"][:, :self.model.recurrent_state_shape[0]]
         return {name: torch.as_tensor(seqs[name], device=self.device)
                 for name in (*columns, "mask", "seq_lens", "initial_state")}
 
@@ -269,14 +284,40 @@ class RecurrentPPOPolicy(OnPolicy, RecurrentPolicy):
         return {"entropy": entropy.mean(), "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
                 "clip_fraction": ((ratio - 1.0).abs() > clip_range).float().mean()}
 
+    def inputs(self, observations: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """The network's inputs for raw observations and the lanes' states that go with them:
+        the normalised observations (and the previous action kept in the state)."""
+        x = self.state_rms.normalize(observations) if self.state_rms is not None else \
+            np.asarray(observations, np.float32)
+        if not self.prev_action_size:
+            return x
+        k = self.model.recurrent_state_shape[0]
+        return np.concatenate([x, states[..., k, :self.prev_action_size]], axis=-1)
+
+    def with_prev_actions(self, rnn_states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """The lanes' states after acting: the RNNs' states and, when it is an input, the
+        action just taken (one-hot for discrete actions)."""
+        if not self.prev_action_size:
+            return rnn_states
+        out = np.zeros((len(rnn_states), *self.recurrent_state_shape), dtype=np.float32)
+        out[:, :-1] = rnn_states
+        actions = np.asarray(actions)
+        out[:, -1, :self.prev_action_size] = np.eye(self.prev_action_size)[actions] \
+            if self.model.discrete else actions.reshape(len(actions), -1)
+        return out
+
     def bootstrap_values(self, container: Any, rows: np.ndarray) -> np.ndarray:
         """``V(next state)`` after the stored state's step: the RNN unrolled over the row's
         state and its next state from the state stored with the row."""
-        pair = np.stack([container.take("state", rows), container.take("next_state", rows)], 1)
-        x = self.states_tensor(pair.reshape(-1, pair.shape[-1])).reshape(len(rows), 2, -1)
-        state = torch.as_tensor(container.take(STATE_TRACE, rows), device=self.device)
+        stored = container.take(STATE_TRACE, rows)
+        after = self.with_prev_actions(stored[:, :self.model.recurrent_state_shape[0]],
+                                       container.take("action", rows))
+        x = np.stack([self.inputs(container.take("state", rows), stored),
+                      self.inputs(container.take("next_state", rows), after)], axis=1)
+        k = self.model.recurrent_state_shape[0]
         with torch.no_grad():
-            _, values, _ = self.model.unroll(x, state)
+            _, values, _ = self.model.unroll(torch.as_tensor(x, device=self.device),
+                                             torch.as_tensor(stored[:, :k], device=self.device))
         return values[:, 1].cpu().numpy()
 
 
@@ -284,14 +325,14 @@ class RecurrentPPOPolicy(OnPolicy, RecurrentPolicy):
 def _compute_actions_recurrent_ppo(policy: RecurrentPPOPolicy, observations, state,
                                    deterministic):
     model, name = policy.model, "RecurrentPPOPolicy"
-    batch, single = as_batch(observations, (model.n_inputs,), name)
-    state = checked_state(name, state, model.recurrent_state_shape, len(batch), single,
+    batch, single = as_batch(observations, (policy.observation_size,), name)
+    state = checked_state(name, state, policy.recurrent_state_shape, len(batch), single,
                           policy.initial_state)
-    x = policy.state_rms.normalize(batch) if policy.state_rms is not None else \
-        np.asarray(batch, np.float32)
-    out, log_std, value, new_state = model.act_outputs(x, state)
+    k = model.recurrent_state_shape[0]
+    out, log_std, value, rnn_state = model.act_outputs(policy.inputs(batch, state), state[:, :k])
     with acting_as(policy, deterministic):
         actions, stored, log_prob, value = policy.draw(out, log_std, value, policy.action_space)
+    new_state = policy.with_prev_actions(rnn_state, actions if stored is None else stored)
     extra = {"value": value}
     if log_prob is not None:
         extra["log_prob"] = log_prob
@@ -347,14 +388,23 @@ def make_recurrent_ppo_agent(env: Any, config: RecurrentPPOConfig | None = None,
         raise TypeError(f"{who} needs a RecurrentPPOConfig, got {type(config).__name__}")
     state_space, action_space, n_envs = check_spaces(env, who)
     check_rollout_size(who, config.n_steps, n_envs, config.batch_size)
+    prev = 0
+    if config.rnn_prev_action:
+        prev = int(action_space.n) if isinstance(action_space, gymnasium.spaces.Discrete) \
+            else int(action_space.shape[0])
+        if prev > config.rnn_hidden_size:
+            raise ValueError(f"{who}: rnn_prev_action keeps the previous action in a row of "
+                             f"the state, which has rnn_hidden_size={config.rnn_hidden_size} "
+                             f"entries, fewer than the action's {prev}; raise rnn_hidden_size")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = RecurrentActorCritic(
-            state_space.shape[0], action_space, config.rnn, config.rnn_hidden_size,
+            state_space.shape[0] + prev, action_space, config.rnn, config.rnn_hidden_size,
             config.shared_rnn, config.net_arch, config.actor_net_arch, config.critic_net_arch,
             config.log_std_init, config.ortho_init)
     model = model.to(resolve_device(device))
-    policy = RecurrentPPOPolicy(model, config, action_space, rng=seed)
+    policy = RecurrentPPOPolicy(model, config, action_space, rng=seed,
+                                observation_size=state_space.shape[0])
     trajectory = rollout_trajectory(env, config.n_steps, extra={
-        STATE_TRACE: (np.float32, model.recurrent_state_shape)})
+        STATE_TRACE: (np.float32, policy.recurrent_state_shape)})
     return Agent(policy, trajectory)

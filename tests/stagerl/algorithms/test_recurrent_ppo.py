@@ -68,6 +68,7 @@ VARIANTS = {
     "gru, shared": {"rnn": "gru", "shared_rnn": True},
     "lstm, shared, mlp first": {"shared_rnn": True, "net_arch": (16,)},
     "gru, heads": {"rnn": "gru", "actor_net_arch": (16,), "critic_net_arch": (16, 16)},
+    "lstm, previous action in": {"rnn_prev_action": True},
 }
 
 
@@ -86,8 +87,10 @@ def test_replayed_minibatches_give_every_steps_collection_log_probability(varian
     assert firsts.sum() >= starts.sum()  # the episodes' first steps were among them
 
 
-def test_a_gaussian_policy_replays_its_collection_log_probabilities():
-    config = RecurrentPPOConfig(n_steps=30, batch_size=32, max_seq_len=8, rnn_hidden_size=16)
+@pytest.mark.parametrize("prev", [False, True])
+def test_a_gaussian_policy_replays_its_collection_log_probabilities(prev):
+    config = RecurrentPPOConfig(n_steps=30, batch_size=32, max_seq_len=8, rnn_hidden_size=16,
+                                rnn_prev_action=prev)
     agent = _collected(_env(env_id="Pendulum-v1"), config, acts=29)
     errors, _ = _replayed_ratio_errors(agent)
     assert errors.max() < TOLERANCE
