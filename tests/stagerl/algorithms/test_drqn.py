@@ -73,7 +73,8 @@ def test_a_window_learns_from_its_own_next_states_and_never_past_its_episode():
     before = [p.detach().clone() for p in policy.network.parameters()]
     drqn_update(policy, tensors)
     assert torch.isfinite(policy.loss) and policy.n_updates == 1
-    assert any(not torch.equal(a, b) for a, b in zip(before, policy.network.parameters()))
+    after = list(policy.network.parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
 
 
 def test_it_learns_on_a_vector_env_smoke():
