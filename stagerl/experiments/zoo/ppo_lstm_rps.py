@@ -75,7 +75,9 @@ class RockPaperScissorsAgainstHeuristics(gymnasium.Env):
 @dataclass
 class Config(RunSettings, RecurrentPPOConfig):
     """Recurrent PPO against the two heuristic opponents of RLlib's rock-paper-scissors
-    example, with matches of PettingZoo's 15 cycles.
+    example, with matches of PettingZoo's 15 cycles. The LSTM is given its previous move with
+    each observation (RLlib's ``lstm_use_prev_action``): a policy that samples its moves cannot
+    otherwise know which one the opponent's ``beat_last`` answers.
 
     Attributes:
         num_envs: matches played at once (sub-envs).
@@ -94,6 +96,7 @@ class Config(RunSettings, RecurrentPPOConfig):
     ent_coef: float = 0.01
     rnn_hidden_size: int = 64
     max_seq_len: int = 15
+    rnn_prev_action: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
