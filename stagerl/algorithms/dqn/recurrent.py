@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
@@ -34,17 +33,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from stagerl.algorithms._checks import (
-    Settings,
-    changed_settings,
-    check_choice,
-    check_int,
-    check_ints,
-    check_net_arch,
-    check_numbers,
-    settings_name,
-    single_spaces,
-)
+from stagerl.algorithms._checks import changed_settings, check_int, single_spaces
+from stagerl.algorithms.dqn.recurrent_config import DRQNConfig
+from stagerl.algorithms.dqn.recurrent_network import DRQNNetwork
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.actions import _compute_actions, as_batch, checked_state, one_or_batch
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan
@@ -56,7 +47,6 @@ from stagerl.policies.agent import Agent
 from stagerl.policies.explorers import EpsilonGreedyExplorer
 from stagerl.policies.recurrent import RecurrentPolicy, plan_recurrent
 from stagerl.utils.devices import resolve_device
-from stagerl.utils.numpy_rnn import NumpyCopy, gru_step, lstm_step, mlp_forward
 from trajectories import (
     STATE_TRACE,
     CircularArraySARTSTraces,
@@ -66,161 +56,6 @@ from trajectories import (
 )
 
 __all__ = ["DRQNConfig", "DRQNNetwork", "DRQNPolicy", "drqn_update", "make_drqn_agent"]
-
-
-@dataclass
-class DRQNConfig(Settings):
-    """The recurrent DQN's hyper-parameters (steps are env steps).
-
-    Attributes:
-        learning_rate: Adam's step size.
-        batch_size: windows (sequences) per gradient step.
-        buffer_size: steps the replay ring holds (split over a vector env's sub-envs).
-        learning_starts: env steps of uniformly random actions before learning starts.
-        gamma: the discount.
-        target_update_interval: env steps between target-network updates.
-        tau: 1.0 copies the online network into the target; less blends (Polyak averaging).
-        train_freq: env steps per ``gradient_steps`` gradient steps.
-        gradient_steps: gradient steps per ``train_freq`` env steps.
-        exploration_fraction: the share of ``total_steps`` over which ε falls linearly.
-        exploration_initial_eps, exploration_final_eps: ε at the start and at the end.
-        max_grad_norm: clip the gradient norm to this (``None`` or inf: never clip).
-        net_arch: hidden sizes of an MLP (ReLU) before the RNN.
-        rnn: ``"lstm"`` or ``"gru"``.
-        rnn_hidden_size: the RNN's units.
-        head_net_arch: hidden sizes of an MLP (ReLU) between the RNN and the action values.
-        sequence_length: steps per replayed window, burn-in included.
-        burn_in: steps at the start of a window that only warm the memory up (no loss).
-        period: steps between the starts of a window and the next of the same episode
-            (``None``: ``sequence_length - burn_in``).
-        pad: zero-pad windows cut by an episode's end (else they are not replayed).
-        double: the online network picks the next action, the target network rates it.
-        loss: ``"huber"`` or ``"mse"``.
-        total_steps: the run's length in env steps (``exploration_fraction`` is a fraction of
-            it; named experiments set it to ``steps``).
-        adam_eps: Adam's epsilon.
-
-    Example:
-        >>> DRQNConfig(sequence_length=8, burn_in=8)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: DRQNConfig: burn_in must be below sequence_length=8 ..., got burn_in=8; ...
-    """
-
-    learning_rate: float = 1e-3
-    batch_size: int = 32
-    buffer_size: int = 100_000
-    learning_starts: int = 1_000
-    gamma: float = 0.99
-    target_update_interval: int = 500
-    tau: float = 1.0
-    train_freq: int = 4
-    gradient_steps: int = 1
-    exploration_fraction: float = 0.2
-    exploration_initial_eps: float = 1.0
-    exploration_final_eps: float = 0.05
-    max_grad_norm: float | None = 10.0
-    net_arch: tuple[int, ...] = (64,)
-    rnn: str = "lstm"
-    rnn_hidden_size: int = 64
-    head_net_arch: tuple[int, ...] = ()
-    sequence_length: int = 20
-    burn_in: int = 4
-    period: int | None = None
-    pad: bool = True
-    double: bool = True
-    loss: str = "huber"
-    total_steps: int | None = None
-    adam_eps: float = 1e-8
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_ints(self, "batch_size", "buffer_size", "target_update_interval", "train_freq",
-                   "gradient_steps", "rnn_hidden_size", "sequence_length", "period",
-                   "total_steps")
-        check_ints(self, "learning_starts", "burn_in", low=0)
-        if self.burn_in >= self.sequence_length:
-            raise ValueError(
-                f"{settings_name(self)}: burn_in must be below sequence_length="
-                f"{self.sequence_length} (a window needs a step to learn from after its "
-                f"burn-in), got burn_in={self.burn_in}; lower burn_in or raise sequence_length")
-        check_numbers(self, "learning_rate", "adam_eps", above=0)
-        check_numbers(self, "gamma", "exploration_fraction", "exploration_initial_eps",
-                      "exploration_final_eps", at_least=0, at_most=1)
-        check_numbers(self, "tau", above=0, at_most=1)
-        check_numbers(self, "max_grad_norm", above=0, inf="never clip")
-        check_net_arch(self)
-        check_net_arch(self, "head_net_arch")
-        check_choice(self, "rnn", ("lstm", "gru"))
-        check_choice(self, "loss", ("huber", "mse"))
-
-
-class DRQNNetwork(nn.Module):
-    """``observation -> MLP (net_arch, ReLU) -> LSTM/GRU -> MLP (head_net_arch) -> Q``; a
-    lane's state is the RNN's ``h`` (and ``c``) stacked: ``(1 or 2, hidden_size)``.
-
-    Example:
-        >>> import torch
-        >>> net = DRQNNetwork(2, 3, net_arch=(8,), hidden_size=4)
-        >>> q, state = net.unroll(torch.zeros(5, 7, 2), torch.zeros(5, 2, 4))
-        >>> q.shape, state.shape
-        (torch.Size([5, 7, 3]), torch.Size([5, 2, 4]))
-    """
-
-    def __init__(self, n_inputs: int, n_actions: int, net_arch: tuple = (64,),
-                 rnn: str = "lstm", hidden_size: int = 64, head_net_arch: tuple = ()):
-        super().__init__()
-        layers: list[nn.Module] = []
-        size = int(n_inputs)
-        for width in net_arch:
-            layers += [nn.Linear(size, width), nn.ReLU()]
-            size = width
-        self.encoder = nn.Sequential(*layers)
-        self.rnn = (nn.LSTM if rnn == "lstm" else nn.GRU)(size, hidden_size, batch_first=True)
-        head: list[nn.Module] = []
-        size = hidden_size
-        for width in head_net_arch:
-            head += [nn.Linear(size, width), nn.ReLU()]
-            size = width
-        self.head = nn.Sequential(*head, nn.Linear(size, n_actions))
-        self.n_inputs, self.n_actions = int(n_inputs), int(n_actions)
-        self.lstm = rnn == "lstm"
-        self.recurrent_state_shape = (2 if self.lstm else 1, int(hidden_size))
-
-    def step(self, x: np.ndarray, state: np.ndarray) -> tuple:
-        """One step of a batch of lanes (acting), in numpy (the weights' numpy copy, kept
-        current; see ``stagerl.utils.numpy_rnn``): the action values ``(B, n_actions)`` and
-        the new states, for observations ``(B, n_inputs)`` (float32) and states ``(B, k, H)``."""
-        copy = self.__dict__.get("_numpy")
-        if copy is None:
-            copy = self.__dict__["_numpy"] = NumpyCopy(
-                {"encoder": self.encoder, "rnn": self.rnn, "head": self.head})
-        forms = copy.current()
-        features = mlp_forward(x, forms["encoder"])
-        _, weights = forms["rnn"]
-        if self.lstm:
-            h, c = lstm_step(features, state[:, 0], state[:, 1], weights)
-            new_state = np.stack([h, c], axis=1)
-        else:
-            h = gru_step(features, state[:, 0], weights)
-            new_state = h[:, None]
-        return mlp_forward(h, forms["head"]), new_state
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state.pop("_numpy", None)  # made again at the first act
-        return state
-
-    def unroll(self, x: torch.Tensor, state: torch.Tensor) -> tuple:
-        """Action values ``(B, T, n_actions)`` for ``B`` sequences of ``T`` observations from
-        ``state`` ``(B, k, H)``, and the state after the last step."""
-        if self.lstm:
-            h = (state[:, 0].unsqueeze(0).contiguous(), state[:, 1].unsqueeze(0).contiguous())
-        else:
-            h = state[:, 0].unsqueeze(0).contiguous()
-        out, h = self.rnn(self.encoder(x), h)
-        after = torch.cat(h if self.lstm else (h,), dim=0).transpose(0, 1)
-        return self.head(out), after
 
 
 class DRQNPolicy(RecurrentPolicy):
