@@ -70,7 +70,7 @@ from stagerl.core.actions import ComputedActions, compute_actions
 from stagerl.policies import inference as _inference  # registers compute_actions methods
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
 from stagerl.core.run import Experiment, run
-from stagerl.core.evaluation import deterministic, evaluate
+from stagerl.core.evaluate import deterministic, evaluate
 from stagerl.logging import (
     ConsoleSummary,
     CSVLogger,
