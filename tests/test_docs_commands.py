@@ -194,6 +194,7 @@ COMMANDS = {
         Skip(TIMING, scripts_exist),
     "python benchmarks/multi_agent.py": Skip(TIMING, scripts_exist),
     "python benchmarks/envpool.py": Skip(TIMING, scripts_exist),
+    "python benchmarks/recurrent.py": Skip(LONG_BENCHMARK, scripts_exist),
     "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
         Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
     "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "
@@ -267,6 +268,7 @@ PYTHON_TESTS = {
     "docs/logging.md": "tests/stagerl/logging/test_logging_docs.py",
     "docs/loop.md": "tests/stagerl/core/test_run.py",
     "docs/multi_agent.md": "tests/stagerl/multi_agent/test_multi_agent_docs.py",
+    "docs/recurrent.md": "tests/stagerl/policies/test_recurrent_docs.py",
     "docs/trajectories.md": "tests/trajectories/test_trajectories_docs.py",
     "docs/write_a_policy.md": "tests/stagerl/policies/test_policy_docs.py",
 }
