@@ -60,10 +60,10 @@ def _compute_actions_q_based(policy: QBasedPolicy, observations, state, determin
     frame = () if getattr(approximator, "n_states", None) is not None else None
     batch, single = as_batch(observations, frame, "QBasedPolicy")
     values = np.asarray(policy.learner.values(batch))
-    if deterministic:  # greedy: the explorer's step and rng untouched
-        actions = np.asarray(_GREEDY.plan(values))
-    else:
-        actions = np.asarray(policy.explorer.plan(values))
+    # greedy: the explorer's step and rng untouched; one observation's values go in alone,
+    # as plan gives them, so the explorer draws from its rng as it does in plan
+    explorer = _GREEDY if deterministic else policy.explorer
+    actions = np.asarray(explorer.plan(values[0] if single else values))
     return one_or_batch(actions.reshape(len(batch)), None, {"values": values}, single)
 
 

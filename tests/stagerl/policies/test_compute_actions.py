@@ -136,3 +136,78 @@ def test_a_policy_without_a_method_is_told_what_to_define_and_bad_arguments_are_
         rl.compute_actions("policy", np.zeros(3))
     with pytest.raises(TypeError, match="deterministic must be True or False"):
         rl.compute_actions(NoActions(), np.zeros(3), deterministic="yes")
+
+
+# ---- the loop's acting and evaluation are compute_actions ------------------------------------
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_plan_draws_what_compute_actions_draws_from_the_same_rng_state(name):
+    """What acts in the run loop (and in a rollout worker, which runs the loop) and
+    compute_actions are one decision: from copies of a policy, sampled step by step along an
+    episode (a recurrent policy's state carried by hand from ``None``), the same actions."""
+    import copy
+
+    agent, env, _ = _families()[name]
+    twin = copy.deepcopy(agent)
+    env.reset()
+    state, steps = None, 0
+    while not (env.is_terminated or env.is_truncated) and steps < 40:
+        observation = env.state
+        planned = rl.plan(agent.policy, env)
+        computed = rl.compute_actions(twin, observation, state)
+        state = computed.state
+        assert np.array_equal(np.asarray(planned), np.asarray(computed.actions)), steps
+        env.act(planned)
+        steps += 1
+    assert steps >= 3
+
+
+def _deployed_returns(agent, env, episodes):
+    """The returns of a deployment loop: compute_actions on each observation, deterministic,
+    the state carried from ``None`` at each episode's start."""
+    returns = []
+    for _ in range(episodes):
+        env.reset()
+        state, total = None, 0.0
+        while not (env.is_terminated or env.is_truncated):
+            actions, state, _ = rl.compute_actions(agent, env.state, state, deterministic=True)
+            env.act(actions)
+            total += float(env.reward)
+        returns.append(total)
+    return returns
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_evaluate_scores_what_a_compute_actions_loop_scores(name):
+    """rl.evaluate acts as deployment code does: its returns are those of a loop of
+    deterministic compute_actions calls on an env seeded alike (memory from each episode's
+    start, for the recurrent policies)."""
+    agent, env, _ = _families()[name]
+    twin_env = _families()[name][1]  # built as env is, with the same seed
+    evaluated = rl.evaluate(agent, env, episodes=3)
+    assert evaluated == _deployed_returns(agent, twin_env, 3)
+
+
+class LeftThreeTimes(rl.RecurrentPolicy):
+    """Counts its steps: left while the count is below 3, then right; so in a RandomWalk1D
+    (start 3 of 7) an episode begun from a count of 0 ends on the left (-1), one begun from a
+    count carried over ends on the right (+1)."""
+
+    recurrent_state_shape = (1,)
+
+
+@rl.compute_actions.dispatch
+def _compute_actions_left_three_times(policy: LeftThreeTimes, observations, state,
+                                      deterministic):
+    from stagerl.core.actions import as_batch, checked_state, one_or_batch
+
+    batch, single = as_batch(observations, (), "LeftThreeTimes")
+    state = checked_state("LeftThreeTimes", state, (1,), len(batch), single,
+                          policy.initial_state)
+    return one_or_batch((state[:, 0] >= 3).astype(np.int64), state + 1, {}, single)
+
+
+def test_evaluate_starts_a_recurrent_policys_memory_at_each_episode_as_deployment_code_does():
+    assert rl.evaluate(LeftThreeTimes(), rl.RandomWalk1D(), episodes=3) == [-1.0] * 3
+    assert _deployed_returns(LeftThreeTimes(), rl.RandomWalk1D(), 3) == [-1.0] * 3
