@@ -211,3 +211,33 @@ def _compute_actions_left_three_times(policy: LeftThreeTimes, observations, stat
 def test_evaluate_starts_a_recurrent_policys_memory_at_each_episode_as_deployment_code_does():
     assert rl.evaluate(LeftThreeTimes(), rl.RandomWalk1D(), episodes=3) == [-1.0] * 3
     assert _deployed_returns(LeftThreeTimes(), rl.RandomWalk1D(), 3) == [-1.0] * 3
+
+
+# ---- a multi-agent policy: each player through its own policy ----------------------------------
+
+
+def test_a_multi_agent_policy_answers_per_player_each_with_its_own_memory():
+    from stagerl.multi_agent import MultiAgentPolicy, RockPaperScissors
+
+    space = gymnasium.spaces.Discrete(3)
+    policy = MultiAgentPolicy({"random": rl.RandomPolicy(space, rng=0), "counter":
+                               LeftThreeTimes()}, {"player_0": "random", "player_1": "counter"})
+    observations = {"player_0": 3, "player_1": 3}
+    out, actions = rl.compute_actions(policy, observations), []
+    for _ in range(3):
+        actions.append(out.actions["player_1"])
+        out = rl.compute_actions(policy, observations, out.state)
+    assert actions == [0, 0, 0] and out.actions["player_1"] == 1  # its count went on
+    assert out.state["player_0"] is None and out.state["player_1"].tolist() == [4.0]
+    assert out.actions["player_0"] in (0, 1, 2) and out.extra == {"player_0": {},
+                                                                  "player_1": {}}
+    # bound to a game, the players' policies are the game's
+    policy.bind(RockPaperScissors())
+    assert rl.compute_actions(policy, {"player_1": 3}, deterministic=True).actions == {
+        "player_1": 0}
+    with pytest.raises(ValueError, match=r"no policy for player 'player_9'"):
+        rl.compute_actions(policy, {"player_9": 3})
+    with pytest.raises(TypeError, match=r"takes a dict \{player: observation"):
+        rl.compute_actions(policy, np.zeros(3))
+    with pytest.raises(ValueError, match=r"state names players \['player_0'\]"):
+        rl.compute_actions(policy, {"player_1": 3}, {"player_0": None})
