@@ -199,6 +199,8 @@ COMMANDS = {
     "make bench": Skip(TIMING, benchmarks_exist),
     "python benchmarks/algorithms.py": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only dqn": Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/algorithms.py --only dqn:rl-zoo --seeds 0 1 2 3 4 5 6 7 8 9":
+        Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only on_policy": Skip(LONG_BENCHMARK, scripts_exist),
     "flock /tmp/stagerl-timing.lock python benchmarks/algorithms.py --only "
     "off_policy_continuous": Skip(LONG_BENCHMARK, scripts_exist),
@@ -211,6 +213,7 @@ COMMANDS = {
         Skip(MEMORY, scripts_exist),
     "python benchmarks/atari_memory.py --library sb3 --transitions 1000000 --limit-gb 3":
         Skip(MEMORY, scripts_exist),
+    "python benchmarks/recurrent.py": Skip(LONG_BENCHMARK, scripts_exist),
     "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
         Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
     "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "
@@ -285,6 +288,7 @@ PYTHON_TESTS = {
     "docs/loop.md": "tests/stagerl/core/test_run.py",
     "docs/mujoco.md": "tests/stagerl/envs/test_mujoco_docs.py",
     "docs/multi_agent.md": "tests/stagerl/multi_agent/test_multi_agent_docs.py",
+    "docs/recurrent.md": "tests/stagerl/policies/test_recurrent_docs.py",
     "docs/trajectories.md": "tests/trajectories/test_trajectories_docs.py",
     "docs/write_a_policy.md": "tests/stagerl/policies/test_policy_docs.py",
 }
