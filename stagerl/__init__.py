@@ -65,6 +65,9 @@ from stagerl.policies.learners import TDLearner
 from stagerl.policies.q_based import QBasedPolicy
 from stagerl.utils.returns import discount_rewards, generalized_advantage_estimation
 from stagerl.policies.random_policy import RandomPolicy
+from stagerl.policies.recurrent import LaneMemory, RecurrentPolicy
+from stagerl.core.actions import ComputedActions, compute_actions
+from stagerl.policies import inference as _inference  # registers compute_actions methods
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
 from stagerl.core.run import Experiment, run
 from stagerl.core.evaluate import deterministic, evaluate
@@ -86,6 +89,8 @@ __all__ = [
     "push",
     "plan",
     "optimise",
+    "compute_actions",
+    "ComputedActions",
     "MissingMethodError",
     # stages
     "Stage",
@@ -151,6 +156,8 @@ __all__ = [
     "Policy",
     "Agent",
     "record_step",
+    "RecurrentPolicy",
+    "LaneMemory",
     # explorers, approximators, learning utilities
     "Explorer",
     "EpsilonGreedyExplorer",

@@ -242,6 +242,7 @@ COMMANDS = {
         Skip(TIMING, limits_names_exist),
     "python benchmarks/limits.py --scale 0.05 --write": Skip(TIMING, limits_names_exist),
     "python benchmarks/multi_agent_learning.py": Skip(GAME_LEARNING, scripts_exist),
+    "python benchmarks/recurrent.py": Skip(LONG_BENCHMARK, scripts_exist),
     "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
         Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
     "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "
@@ -316,6 +317,7 @@ PYTHON_TESTS = {
     "docs/loop.md": "tests/stagerl/core/test_run.py",
     "docs/mujoco.md": "tests/stagerl/envs/test_mujoco_docs.py",
     "docs/multi_agent.md": "tests/stagerl/multi_agent/test_multi_agent_docs.py",
+    "docs/recurrent.md": "tests/stagerl/policies/test_recurrent_docs.py",
     "docs/trajectories.md": "tests/trajectories/test_trajectories_docs.py",
     "docs/write_a_policy.md": "tests/stagerl/policies/test_policy_docs.py",
 }

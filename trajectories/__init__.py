@@ -26,6 +26,12 @@ from trajectories.samplers import (
     MultiBatchSampler,
     NStepBatchSampler,
 )
+from trajectories.sequences import (
+    STATE_TRACE,
+    RolloutChunker,
+    SequenceSampler,
+    chop_into_sequences,
+)
 from trajectories.trace import Trace
 from trajectories.traces import MultiplexTraces, Traces
 from trajectories.trajectory import Trajectory, split_lanes
@@ -59,4 +65,8 @@ __all__: list[str] = [
     "MultiBatchSampler",
     "NStepBatchSampler",
     "EpisodesSampler",
+    "SequenceSampler",
+    "RolloutChunker",
+    "chop_into_sequences",
+    "STATE_TRACE",
 ]

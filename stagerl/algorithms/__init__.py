@@ -1,7 +1,7 @@
 """Reinforcement-learning algorithms in three families, each a package:
 
-* :mod:`stagerl.algorithms.dqn`: DQN and its extensions, Rainbow;
-* :mod:`stagerl.algorithms.on_policy`: VPG, A2C, PPO, TRPO;
+* :mod:`stagerl.algorithms.dqn`: DQN and its extensions, Rainbow, a recurrent DQN (DRQN);
+* :mod:`stagerl.algorithms.on_policy`: VPG, A2C, PPO, TRPO, recurrent PPO;
 * :mod:`stagerl.algorithms.off_policy`: SAC, TD3 (and DDPG).
 
 Each algorithm is a Policy subtype with a hyper-parameter dataclass (Stable-Baselines3's names
@@ -20,12 +20,14 @@ from __future__ import annotations
 import importlib
 
 _FAMILIES = {
-    "dqn": ("DQNConfig", "DQNPolicy", "make_dqn_agent"),
+    "dqn": ("DQNConfig", "DQNPolicy", "make_dqn_agent", "DRQNConfig", "DRQNPolicy",
+            "make_drqn_agent"),
     "on_policy": ("VPGConfig", "VPGPolicy", "make_vpg_agent",
                   "A2CConfig", "A2CPolicy", "make_a2c_agent",
                   "PPOConfig", "PPOPolicy", "make_ppo_agent",
                   "TRPOConfig", "TRPOPolicy", "make_trpo_agent",
-                  "OnPolicy", "rollout_trajectory"),
+                  "OnPolicy", "rollout_trajectory",
+                  "RecurrentPPOConfig", "RecurrentPPOPolicy", "make_recurrent_ppo_agent"),
     "off_policy": ("SACConfig", "SACPolicy", "make_sac_agent",
                    "TD3Config", "TD3Policy", "make_td3_agent"),
 }

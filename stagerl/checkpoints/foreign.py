@@ -70,11 +70,17 @@ def _check_spec(spec: Any, registration: Any) -> None:
         _check_wrapper_spec(wrapper)
 
 
+#: stagerl's own gymnasium wrappers, which an env's spec may name (plain strings: nothing is
+#: imported or called from them).
+_OWN_WRAPPERS = frozenset(("stagerl.envs.wrappers:MaskObservation",))
+
+
 def _check_wrapper_spec(spec: Any) -> None:
     entry = getattr(spec, "entry_point", None)
-    if not isinstance(entry, str) or not entry.startswith("gymnasium.wrappers"):
+    if not isinstance(entry, str) or not (entry.startswith("gymnasium.wrappers")
+                                          or entry in _OWN_WRAPPERS):
         raise CheckpointError(f"the checkpoint holds a gymnasium WrapperSpec whose entry point "
-                              f"{entry!r} is not one of gymnasium's wrappers")
+                              f"{entry!r} is not one of gymnasium's wrappers (or stagerl's)")
 
 
 def check_env_id(env_id: Any, where: Any, expected: str | None = None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import plum
 
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, MissingMethodError, optimise, plan, push
@@ -73,25 +74,53 @@ def _envs_planned_for(policy: Policy, env) -> list:
     return list(dict.fromkeys(envs))
 
 
+#: What an observation (rather than an env) passed to ``plan`` is: arrays, numbers, sequences.
+OBSERVATIONS = np.ndarray | np.generic | int | float | list | tuple | dict
+
+
+def _observation_hint(name: str, env, takes: str) -> str:
+    return (f"plan({name}, {type(env).__name__}): plan(policy, env) chooses an action for "
+            f"env.state, and the plan method for {name} takes {takes}, not a "
+            f"{_type_name(type(env))}; pass the env whose state that is, or compute the "
+            f"actions for observations without an env with "
+            f"stagerl.compute_actions(policy, observations) (stagerl.evaluate(policy, env, "
+            f"episodes) runs whole episodes in an env)")
+
+
 @plan.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _plan_missing(policy: Policy, env):
     name = type(policy).__name__
     envs = _envs_planned_for(policy, env)
     if envs:
         takes = " or ".join(f"env: {_type_name(kind)}" for kind in envs)
-        message = (f"plan({name}, {type(env).__name__}): plan(policy, env) chooses an action "
-                   f"for env.state, and the plan method for {name} takes {takes}, not a "
-                   f"{_type_name(type(env))}")
         if not isinstance(env, Env):  # an observation, most likely
-            message += ("; pass the env whose state that is, not the observation "
-                        "(stagerl.evaluate(policy, env, episodes) runs whole episodes in an env)")
-        raise MissingMethodError(message)
+            raise MissingMethodError(_observation_hint(name, env, takes))
+        raise MissingMethodError(
+            f"plan({name}, {type(env).__name__}): plan(policy, env) chooses an action for "
+            f"env.state, and the plan method for {name} takes {takes}, not a "
+            f"{_type_name(type(env))}")
     raise MissingMethodError(
         f"no plan(...) method for {name}; define one with @stagerl.plan.dispatch, e.g.\n"
         f"    @stagerl.plan.dispatch\n"
         f"    def plan(policy: {name}, env: stagerl.Env):\n"
         f"        return ...  # an action for env.state"
     )
+
+
+def refuse_observations(policy_type: type) -> None:
+    """Give ``plan(policy, observation)`` for ``policy_type`` (whose plan method takes any env,
+    unannotated) the error that names the env and ``compute_actions``, instead of an
+    ``AttributeError`` deep in the method. The method registered is as specific as the
+    policy's own in the first position and more in the second, so it is chosen for
+    observations only; a user's subclass with a plan method of its own still wins."""
+
+    def _plan_observation(policy, observation):
+        raise MissingMethodError(_observation_hint(type(policy).__name__, observation,
+                                                   "an env"))
+
+    _plan_observation.__annotations__ = {"policy": policy_type, "observation": OBSERVATIONS}
+    _plan_observation.__qualname__ = f"_plan_observation[{policy_type.__name__}]"
+    plan.dispatch(precedence=DEFAULT_PRECEDENCE)(_plan_observation)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)

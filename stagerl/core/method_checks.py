@@ -32,7 +32,7 @@ from stagerl.core.stages import PostActStage, PostEpisodeStage
 __all__ = ["check_methods", "UnreachableMethodWarning"]
 
 # Modules whose methods are the loop's own defaults: they are right by construction.
-_TRUSTED = ("stagerl.core.", "stagerl.policies.agent")
+_TRUSTED = ("stagerl.core.", "stagerl.policies.agent", "stagerl.policies.recurrent")
 _reported: set = set()
 
 

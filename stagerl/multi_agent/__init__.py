@@ -4,6 +4,7 @@ every reward credited to the player it belongs to (see ``docs/multi_agent.md``).
 Public API only; no logic lives here.
 """
 
+from stagerl.multi_agent import inference as _inference  # noqa: F401 (compute_actions)
 from stagerl.multi_agent.env import MultiAgentEnv
 from stagerl.multi_agent.hooks import MultiAgentHook, WinDrawLoss
 from stagerl.multi_agent.opponents import AlwaysSameMove, BeatLastMove, MixedPerEpisode

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import plum
+from gymnasium.vector import AutoresetMode
 
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, forwarding, optimise, plan, push
 from stagerl.core.env import VectorEnv
 from stagerl.core.policy import Policy
 from stagerl.core.stages import PostActStage, PostEpisodeStage, PreEpisodeStage, Stage
+from stagerl.policies.recurrent import STATE_TRACE, RecurrentPolicy
 from stagerl.policies.vector_steps import (
     complete_vector_episode,
     legal_actions_mask,
@@ -19,7 +21,7 @@ from stagerl.policies.vector_steps import (
 )
 from trajectories import Trajectory
 
-__all__ = ["Agent", "record_step"]
+__all__ = ["Agent", "record_step", "start_recurrent_episode"]
 
 
 @plum.parametric
@@ -90,8 +92,20 @@ class Agent(Policy):
         self._completes_with_next_action = "next_action" in keys
         self._stores_truncated = "truncated" in keys
         self._stores_legal_mask = "legal_actions_mask" in keys
+        self._recurrent = isinstance(policy, RecurrentPolicy)
+        if self._recurrent and keys and STATE_TRACE not in keys:
+            raise ValueError(
+                f"Agent({type(policy).__name__}, ...): a recurrent policy's steps are stored with "
+                f"the state that went into them, but the trajectory has no {STATE_TRACE!r} "
+                f"trace (its traces: {', '.join(keys)}); add one of the policy's state shape, "
+                f"e.g. CircularArraySARTSTraces(..., extra={{{STATE_TRACE!r}: (np.float32, "
+                f"{tuple(policy.recurrent_state_shape)})}})")
+        # Traces the recurrent policy's plan fills besides the step's own (log_prob, value...).
+        self._planned_traces = tuple(k for k in keys if k not in _STEP_TRACES) \
+            if self._recurrent else ()
         # A step is state, action, reward and terminal alone (the common case, kept fast).
-        self._plain_steps = not (self._stores_truncated or self._stores_legal_mask)
+        self._plain_steps = not (self._stores_truncated or self._stores_legal_mask
+                                 or self._recurrent)
 
     def __reduce__(self):
         # Agent[P, T] is made on the fly by plum and cannot be found by name: rebuild it from
@@ -129,6 +143,11 @@ class Agent(Policy):
         return f"Agent({self._policy!r}, {self._trajectory!r})"
 
 
+#: The traces of a step the Agent fills from the env (the others come from the policy).
+_STEP_TRACES = frozenset(("state", "next_state", "action", "next_action", "reward", "terminal",
+                          "truncated", "legal_actions_mask", "next_legal_actions_mask"))
+
+
 def _trace_names(trajectory: Any) -> tuple[str, ...]:
     container = getattr(trajectory, "container", trajectory)
     keys = getattr(container, "keys", None)
@@ -142,6 +161,8 @@ def _trace_names(trajectory: Any) -> tuple[str, ...]:
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_agent_pre_episode(agent: Agent, stage: PreEpisodeStage, env):
+    if agent._recurrent:
+        start_recurrent_episode(agent, env)
     if isinstance(env, VectorEnv):
         start_vector_episode(agent, env)
         return
@@ -149,6 +170,34 @@ def _push_agent_pre_episode(agent: Agent, stage: PreEpisodeStage, env):
         agent._trajectory.push(state=env.state)
         return
     agent._trajectory.push(**state_values(agent, env, env.state))
+
+
+def start_recurrent_episode(agent: Agent, env: Any) -> None:
+    """A recurrent policy's lanes of ``env`` start from the initial state (every sub-env of a
+    vector env, the player's lane of a game's view, the one lane of a single env)."""
+    if agent._completes_with_next_action and isinstance(env, VectorEnv) and \
+            env.autoreset_mode is AutoresetMode.SAME_STEP:
+        raise ValueError(
+            f"{type(agent.policy).__name__} is recurrent: planning the next actions of a "
+            "next_action trace at the final states of a SAME_STEP vector env would step every "
+            "sub-env's memory once more; build the vector env with AutoresetMode.NEXT_STEP or "
+            "use a layout without next_action (CircularArraySARTSTraces)")
+    agent._policy.reset_lanes(env)
+
+
+def _recurrent_values(agent: Agent, env: Any, extra: dict) -> None:
+    """Add the state that went into the step, and the planned traces the policy gave, from
+    the lanes of ``env`` (each lane's own last plan: another player may have planned since)."""
+    policy = agent._policy
+    memory = policy.memory
+    rows = policy.lanes_of(env)
+    one = not isinstance(env, VectorEnv)
+    inputs = memory.inputs[rows]
+    extra.setdefault(STATE_TRACE, inputs[0] if one else inputs)
+    for name in agent._planned_traces:
+        value = memory.extra.get(name)
+        if value is not None and name not in extra:
+            extra[name] = value[rows][0] if one else value[rows]
 
 
 def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
@@ -162,7 +211,12 @@ def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
     bootstrapped), and every step carries ``truncated`` when the trajectory stores it. The
     other traces the Agent knows (``legal_actions_mask``) are filled too unless ``extra`` has
     them. On a vector env the per-sub-env rules of ``docs/vector_envs.md`` apply.
+
+    For a recurrent policy the step also carries ``recurrent_state``, the state that went into
+    it, and every trace the policy's plan gave a value for (its ``memory.extra``).
     """
+    if agent._recurrent:
+        _recurrent_values(agent, env, extra)
     if isinstance(env, VectorEnv):
         record_vector_step(agent, env, action, extra)
         return
@@ -179,10 +233,13 @@ def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
+    if not agent._plain_steps:
+        record_step(agent, env, action)
+        return
     if isinstance(env, VectorEnv):
         record_vector_step(agent, env, action, {})
         return
-    if env.is_truncated or not agent._plain_steps:  # the common step: one attribute read more
+    if env.is_truncated:  # the common step: one attribute read more
         record_step(agent, env, action)
         return
     agent._trajectory.push(

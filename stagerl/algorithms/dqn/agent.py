@@ -88,7 +88,8 @@ def make_dqn_agent(env: Any, config: DQNConfig, seed: int = 0, device: Any = "au
                                  features_extractor)
     masked = has_legal_actions_mask(env)
     policy = DQNPolicy(network, config, int(action_space.start), num_envs,
-                       np.random.default_rng(explore_seed), device, masked)
+                       np.random.default_rng(explore_seed), device, masked,
+                       observation_shape=state_space.shape)
     state = state_spec(state_space)
     trajectory = make_dqn_trajectory(
         state, config.steps_per_burst, config.batch_size, config.buffer_size, config.train_freq,

@@ -34,8 +34,10 @@ from stagerl.algorithms.dqn.config import DQNConfig
 from stagerl.algorithms.dqn.networks import NumpyQNetwork, QNetwork
 from stagerl.algorithms.schedules import scheduled
 from stagerl.algorithms.torch_state import move_fused_adam_steps
+from stagerl.core.actions import _compute_actions, as_batch, one_or_batch
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan
 from stagerl.core.env import VectorEnv
+from stagerl.core.fallbacks import refuse_observations
 from stagerl.core.policy import Policy
 from stagerl.core.stages import PreEpisodeStage
 from stagerl.envs.frame_stack import FrameStacker
@@ -72,6 +74,8 @@ class DQNPolicy(Policy):
         masked: act among ``env.legal_actions_mask`` (a game's player, an env with masks);
             ``make_dqn_agent`` sets it when the env has masks, and gives the trajectory a
             ``legal_actions_mask`` trace, so the TD target maxes over the legal next actions.
+        observation_shape: one observation's shape (``compute_actions`` needs it to tell one
+            observation from a batch; ``make_dqn_agent`` gives it).
 
     Example:
         >>> import stagerl as rl
@@ -87,13 +91,16 @@ class DQNPolicy(Policy):
     """
 
     def __init__(self, network: QNetwork, config: DQNConfig, action_start: int = 0,
-                 num_envs: int = 1, rng: Any = None, device: Any = "cpu", masked: bool = False):
+                 num_envs: int = 1, rng: Any = None, device: Any = "cpu", masked: bool = False,
+                 observation_shape: tuple | None = None):
         if config.total_steps is None:
             raise ValueError(TOTAL_STEPS_MISSING)
         self.config = config
         self.masked = bool(masked)
         self.n_actions = network.n_actions
         self.action_start = int(action_start)
+        # One observation's shape, for compute_actions (None: not known).
+        self.observation_shape = None if observation_shape is None else tuple(observation_shape)
         self.device = resolve_device(device)
         fused = self.device.type in ("cpu", "cuda")  # one kernel for Adam's whole step
         optimiser = torch.optim.Adam(network.parameters(), lr=config.learning_rate,
@@ -249,6 +256,50 @@ def _start_episode(policy: DQNPolicy, stage: PreEpisodeStage, *trajectory):
     # Inside an Agent the loop calls optimise(policy, stage, trajectory), alone (evaluation)
     # optimise(policy, stage): either way a new episode's frames start afresh.
     policy._frames[bool(policy.deterministic)].start()
+
+
+@_compute_actions.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _compute_actions_dqn(policy: DQNPolicy, observations, state, deterministic):
+    # Stacked frames are the policy's memory here: the state is each observation's stack of
+    # the last stack_size frames (None: an episode's first frame fills it).
+    if policy.observation_shape is None:
+        raise ValueError("this DQNPolicy was built without observation_shape, so one "
+                         "observation cannot be told from a batch; build it with "
+                         "make_dqn_agent(env, ...) or DQNPolicy(..., observation_shape=...)")
+    batch, single = as_batch(observations, policy.observation_shape, "DQNPolicy")
+    k = policy.config.stack_size
+    if k > 1:
+        batch = _next_stacks(batch, state, k, single)
+        state = batch
+    elif state is not None:
+        raise ValueError("DQNPolicy keeps no state between steps without stacked frames "
+                         "(stack_size=1); call compute_actions without state")
+    values = policy.q_values(batch, single=False)
+    if deterministic:
+        actions = np.argmax(values, axis=1)
+    else:  # ε-greedy as plan acts (uniform before learning starts), counting no env step
+        epsilon = 1.0 if policy.env_steps < policy.config.learning_starts else None
+        actions = policy.explorer.draw(policy.n_actions, lambda: values, len(batch), epsilon)
+    return one_or_batch(policy.action_start + np.asarray(actions), state, {"q_values": values},
+                        single)
+
+
+def _next_stacks(frames: np.ndarray, stacks: Any, k: int, single: bool) -> np.ndarray:
+    """Each observation's stack of its last ``k`` frames: the previous stacks shifted by one
+    frame, or the frame repeated where there is none yet."""
+    if stacks is None:
+        return np.repeat(frames[:, None], k, axis=1)
+    stacks = np.asarray(stacks)
+    if single and stacks.shape == (k, *frames.shape[1:]):
+        stacks = stacks[None]
+    if stacks.shape != (len(frames), k, *frames.shape[1:]):
+        raise ValueError(f"DQNPolicy: the state (the stacks of the last {k} frames) has shape "
+                         f"{stacks.shape}, expected {(len(frames), k, *frames.shape[1:])}; pass "
+                         "the state compute_actions returned, or None at an episode's start")
+    return np.concatenate([stacks[:, 1:], frames[:, None].astype(stacks.dtype)], axis=1)
+
+
+refuse_observations(DQNPolicy)
 
 
 # ---- weights for rollout workers (stagerl.distributed) ------------------------------------

@@ -38,13 +38,21 @@ from stagerl.algorithms.extractors import (
 from stagerl.algorithms.off_policy.networks import BoxScale
 from stagerl.algorithms.off_policy.replay import make_replay_trajectory
 from stagerl.algorithms.torch_state import generator_moved, generator_on, move_fused_adam_steps
+from stagerl.core.actions import (
+    _compute_actions,
+    acting_as,
+    as_batch_of_spec,
+    no_state,
+    one_or_batch,
+)
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, plan
 from stagerl.core.env import VectorEnv
+from stagerl.core.fallbacks import refuse_observations
 from stagerl.core.policy import Policy
 from stagerl.policies.agent import Agent
 from stagerl.policies.weights import get_weights, set_env_steps, set_weights, weights_on_cpu
 from stagerl.utils.devices import resolve_device
-from trajectories.nested import tree_map
+from trajectories.nested import leading_length, tree_map
 
 __all__ = ["ReplayConfig", "ContinuousPolicy", "check_continuous_env", "make_continuous_agent"]
 
@@ -314,6 +322,25 @@ def _plan_continuous(policy: ContinuousPolicy, env):
         policy.env_steps += n
     actions = policy.to_env(unit).astype(np.float32, copy=False)
     return actions[0] if single else actions
+
+
+@_compute_actions.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _compute_actions_continuous(policy: ContinuousPolicy, observations, state, deterministic):
+    no_state(policy, state)
+    states, single = as_batch_of_spec(observations, policy.state_spec, policy.algorithm)
+    n = leading_length(states)
+    with acting_as(policy, deterministic):
+        if deterministic:  # nothing drawn
+            unit = policy.unit_actions(states)
+        elif policy.env_steps < policy.config.learning_starts:  # warm-up, as plan: uniform
+            unit = policy.rng.uniform(-1.0, 1.0, (n, *policy.action_shape))
+        else:
+            unit = policy.explore(states)
+    actions = policy.to_env(unit).astype(np.float32, copy=False)
+    return one_or_batch(actions, None, {}, single)
+
+
+refuse_observations(ContinuousPolicy)
 
 
 def make_continuous_agent(policy_class: type[ContinuousPolicy], env: Any, config: Any,

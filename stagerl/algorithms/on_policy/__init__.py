@@ -8,7 +8,9 @@ TRPO.
 * :mod:`~stagerl.algorithms.on_policy.networks`: ``ActorCritic`` and ``RunningMeanStd``;
 * one module per algorithm: :mod:`~stagerl.algorithms.on_policy.vpg`,
   :mod:`~stagerl.algorithms.on_policy.a2c`, :mod:`~stagerl.algorithms.on_policy.ppo`,
-  :mod:`~stagerl.algorithms.on_policy.trpo`.
+  :mod:`~stagerl.algorithms.on_policy.trpo`, and recurrent PPO
+  (:mod:`~stagerl.algorithms.on_policy.recurrent`, its network in
+  :mod:`~stagerl.algorithms.on_policy.recurrent_networks`).
 
 A new algorithm is a ``loss`` (and, when GAE does not fit, a ``postprocess``); see
 ``docs/algorithms/on_policy.md``.
@@ -23,6 +25,12 @@ from stagerl.algorithms.on_policy.networks import (
     check_spaces,
 )
 from stagerl.algorithms.on_policy.ppo import PPOConfig, PPOPolicy, make_ppo_agent
+from stagerl.algorithms.on_policy.recurrent import (
+    RecurrentPPOConfig,
+    RecurrentPPOPolicy,
+    make_recurrent_ppo_agent,
+)
+from stagerl.algorithms.on_policy.recurrent_networks import RecurrentActorCritic
 from stagerl.algorithms.on_policy.rollout import (
     add_discounted_returns,
     add_gae,
@@ -38,4 +46,5 @@ __all__ = ["OnPolicyConfig", "OnPolicy", "ActorCritic", "RunningMeanStd", "build
            "add_discounted_returns", "make_vector_env",
            "VPGConfig", "VPGPolicy", "make_vpg_agent", "A2CConfig", "A2CPolicy", "make_a2c_agent",
            "PPOConfig", "PPOPolicy", "make_ppo_agent", "TRPOConfig", "TRPOPolicy",
-           "make_trpo_agent"]
+           "make_trpo_agent", "RecurrentPPOConfig", "RecurrentPPOPolicy",
+           "make_recurrent_ppo_agent", "RecurrentActorCritic"]

@@ -36,12 +36,20 @@ from stagerl.algorithms._checks import (
     check_numbers,
     settings_name,
 )
-from stagerl.algorithms.extractors import check_extractor_name, input_dtypes
+from stagerl.algorithms.extractors import check_extractor_name, input_dtypes, observation_spec
 from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd, build_model
 from stagerl.algorithms.on_policy.rollout import add_gae, read_rollout
 from stagerl.algorithms.torch_state import move_fused_adam_steps
+from stagerl.core.actions import (
+    _compute_actions,
+    acting_as,
+    as_batch_of_spec,
+    no_state,
+    one_or_batch,
+)
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan, push
 from stagerl.core.env import VectorEnv
+from stagerl.core.fallbacks import refuse_observations
 from stagerl.core.policy import Policy, as_rng
 from stagerl.core.stages import PostActStage
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
@@ -160,6 +168,7 @@ class OnPolicy(Policy):
         self.masked = False  # act among env.legal_actions_mask (set by an algorithm that learns so)
         # lane -> (action, stored action, log_prob, value, state) of the lane's last plan
         self._steps: dict[int, tuple] = {}
+        self.action_space = None  # one env's, bound at the first plan (compute_actions clips)
 
     # -- acting ------------------------------------------------------------------------------------
     def states_tensor(self, states: Any) -> Any:
@@ -188,7 +197,12 @@ class OnPolicy(Policy):
         ``deterministic``: the most likely actions (the clipped mean), and nothing is drawn
         from ``rng``. ``mask`` (bool, one row per observation; Discrete action spaces only):
         actions among the legal ones."""
-        out, log_std, value = self.model.act_outputs(self.states_tensor(states))
+        return self.draw(*self.model.act_outputs(self.states_tensor(states)), action_space, mask)
+
+    def draw(self, out: np.ndarray, log_std: Any, value: np.ndarray, action_space: Any,
+             mask: Any = None) -> tuple:
+        """:meth:`sample` from the actor's output ``out`` (logits or means), ``log_std`` (None
+        but for a Gaussian) and the values (numpy), by the model's action distribution."""
         dist = self.model.dist
         if self.deterministic:
             return dist.mode(out, action_space, mask), None, None, value
@@ -258,13 +272,8 @@ class OnPolicy(Policy):
             rollout["reward"] = np.clip(rollout["reward"] / self.reward_scale(), -10.0,
                                         10.0).astype(np.float32)
         rollout = self.postprocess(rollout)
-        rows = self.select(rollout)
-        batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
-                 for name, value in rollout.items()
-                 if name != "state" and value.shape[:2] == rows.shape}
-        batch["state"] = self.states_tensor(tree_map(lambda v: v[rows], rollout["state"]))
         self.env_steps += int(rollout["valid"].sum())
-        self.update(batch)
+        self.update(self.batch_of(rollout))
         self.n_updates += 1
         if is_logging_scalars():  # once a rollout, for the loggers the experiment has
             for name, value in self.stats.items():
@@ -272,6 +281,23 @@ class OnPolicy(Policy):
             log_scalar("charts/learning_rate", self.optimiser.param_groups[0]["lr"])
         if self.state_rms is not None:
             self.state_rms.update(rollout["state"][rollout["valid"]])
+
+    def batch_of(self, rollout: dict) -> dict:
+        """What ``update`` learns from: the flat batch of the rollout's selected transitions
+        (torch tensors on the policy's device, observations normalised)."""
+        rows = self.select(rollout)
+        batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
+                 for name, value in rollout.items()
+                 if name != "state" and value.shape[:2] == rows.shape}
+        batch["state"] = self.states_tensor(tree_map(lambda v: v[rows], rollout["state"]))
+        return batch
+
+    def bootstrap_values(self, container: Any, rows: np.ndarray) -> np.ndarray:
+        """The critic's values of the next states of ``rows`` (where a chain ends without a
+        terminal step: a truncation, or the rollout's end)."""
+        next_states = self.states_tensor(container.take("next_state", rows))
+        with torch.no_grad():
+            return self.model.value(next_states).cpu().numpy()
 
     # -- devices and state ------------------------------------------------------------------
     def to(self, device: Any) -> OnPolicy:
@@ -331,6 +357,8 @@ def _plan_on_policy(policy: OnPolicy, env):
     if policy.masked:
         mask = np.asarray(env.legal_actions_mask, dtype=bool)
         mask = mask if vector else mask[None]
+    if policy.action_space is None:
+        policy.action_space = env.single_action_space
     env_action, stored, log_prob, value = policy.sample(
         state if vector else tree_map(lambda leaf: np.asarray(leaf)[None], state),
         env.single_action_space, mask)
@@ -373,6 +401,32 @@ def _optimise_on_policy(policy: OnPolicy, stage: PostActStage, trajectory):
         policy.learn(container)
         # The next rollout starts at each sub-env's current state; episodes go on.
         trajectory.clear(keep_running_episodes=True)
+
+
+@_compute_actions.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _compute_actions_on_policy(policy: OnPolicy, observations, state, deterministic):
+    no_state(policy, state)
+    name = type(policy).__name__
+    batch, single = as_batch_of_spec(observations, observations_spec(policy.model), name)
+    space = policy.action_space
+    if space is None and policy.model.gaussian:
+        raise ValueError(f"{name} clips its Gaussian actions to the action space's bounds, "
+                         f"which it learns when it first acts in an env; set "
+                         f"policy.action_space = env.action_space first")
+    with acting_as(policy, deterministic):
+        actions, _, log_prob, value = policy.sample(batch, space)
+    extra = {"value": value} if log_prob is None else {"log_prob": log_prob, "value": value}
+    return one_or_batch(actions, None, extra, single)
+
+
+def observations_spec(model: Any) -> Any:
+    """How ``model`` takes one observation (:func:`observation_spec` of its observation space;
+    a flat float32 vector of its ``n_inputs`` for a model built without one)."""
+    space = getattr(model, "observation_space", None)
+    return (np.float32, (model.n_inputs,)) if space is None else observation_spec(space)
+
+
+refuse_observations(OnPolicy)
 
 
 # ---- weights for rollout workers (stagerl.distributed) ------------------------------------

@@ -18,7 +18,6 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-import torch
 from gymnasium.vector import AutoresetMode
 
 from stagerl.algorithms.extractors import observation_spec
@@ -40,7 +39,7 @@ __all__ = ["rollout_trajectory", "legal_actions_mask_spec", "rows_of", "check_ro
 
 
 def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
-                       lane_capacity: int | None = None) -> Trajectory:
+                       lane_capacity: int | None = None, extra: dict | None = None) -> Trajectory:
     """The trajectory of an on-policy agent: SARTS traces plus ``log_prob``, ``value`` and
     ``truncated``, one lane per sub-env, whose controller allows one sample per rollout of
     ``n_steps`` transitions per sub-env (or ``controller``'s rule). In an env with legal-action
@@ -49,6 +48,7 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
 
     Each episode end adds a boundary row to its lane (its last state, then the next episode's
     first state), so a lane holds ``2 * n_steps + 1`` rows by default (``lane_capacity``).
+    ``extra`` adds traces, ``{name: (dtype, shape)}`` (a recurrent policy's state).
 
     Example:
         >>> import stagerl as rl
@@ -65,7 +65,9 @@ def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
                                       legal_actions_mask=legal_actions_mask_spec(env)) + Traces(
         log_prob=CircularArrayBuffer(capacity, (), np.float32),
         value=CircularArrayBuffer(capacity, (), np.float32),
-        truncated=CircularArrayBuffer(capacity, (), np.bool_))
+        truncated=CircularArrayBuffer(capacity, (), np.bool_),
+        **{name: CircularArrayBuffer(capacity, tuple(shape), dtype)
+           for name, (dtype, shape) in (extra or {}).items()})
     if controller is None:
         batch = n_steps * n_envs
         controller = InsertSampleRatioController(ratio=1 / batch, threshold=batch)
@@ -111,11 +113,12 @@ def read_rollout(container: Any, policy: Any) -> dict:
     ``policy`` (an ``OnPolicy``) gives the critic's values where a chain is bootstrapped.
 
     Fields: the traces (``state``, ``action``, ``reward``, ``terminal``, ``truncated``,
-    ``log_prob``, ``value``, and ``legal_actions_mask`` when stored), ``valid`` (False on
-    padding, where a lane has fewer than ``T`` steps), ``chain_end`` (the next row does not
-    continue the episode) and ``bootstrap_value`` (the critic's value of the next state where a
-    chain ends without a terminal step: a truncated episode's true final observation, or the
-    state after the rollout's last step).
+    ``log_prob``, ``value``, ``legal_actions_mask`` when stored, and any other but
+    ``next_state``), ``valid`` (False on padding, where a lane has fewer than ``T`` steps),
+    ``chain_end`` (the next row does not continue the episode) and ``bootstrap_value``
+    (``policy.bootstrap_values``: the critic's value of the next state where a chain ends
+    without a terminal step: a truncated episode's true final observation, or the state after
+    the rollout's last step).
     """
     n = len(container)
     rows = np.arange(n)
@@ -141,16 +144,14 @@ def read_rollout(container: Any, policy: Any) -> dict:
         out[t, lane] = values
         return out
 
-    names = ("state", "action", "reward", "terminal", "truncated", "log_prob", "value")
-    if "legal_actions_mask" in container.keys():
-        names += ("legal_actions_mask",)
+    # Every trace but next_state (the states read where a chain ends, below): the step's own
+    # and what the policy recorded with it (log_prob, value, a recurrent state...).
+    names = [name for name in container.keys() if name != "next_state"]
     columns = {name: container.take(name, idx) for name in names}
     bootstrap = np.zeros(len(idx), dtype=np.float32)
     ends = ~continues & ~columns["terminal"]
     if ends.any():
-        next_states = policy.states_tensor(container.take("next_state", idx[ends]))
-        with torch.no_grad():
-            bootstrap[ends] = policy.model.value(next_states).cpu().numpy()
+        bootstrap[ends] = policy.bootstrap_values(container, idx[ends])
     rollout = {name: grid(values) for name, values in columns.items()}
     rollout["bootstrap_value"] = grid(bootstrap)
     rollout["chain_end"] = grid(~continues, fill=True)

@@ -42,6 +42,13 @@ SETUPS = {
         "num_envs": 4, "n_steps": 16, "batch_size": 32, "n_epochs": 2}},
     "sac": {"experiment": "sac-pendulum", "steps": 400, "k": 333, "overrides": {
         "net_arch": (32, 32), "buffer_size": 300, "learning_starts": 100, "batch_size": 32}},
+    # recurrent: the lanes' memory live at the interruption
+    "ppo-lstm": {"experiment": "ppo-lstm-cartpole-novel", "steps": 1200, "k": 4 * 37,
+                 "overrides": {"num_envs": 4, "n_steps": 16, "batch_size": 32, "n_epochs": 2,
+                               "rnn_hidden_size": 16, "max_seq_len": 8}},
+    "drqn": {"experiment": "drqn-cartpole-novel", "steps": 800, "k": 333, "overrides": {
+        "learning_starts": 200, "buffer_size": 300, "batch_size": 8, "sequence_length": 6,
+        "burn_in": 2, "rnn_hidden_size": 16, "net_arch": (16,), "target_update_interval": 100}},
     # every other named experiment (the slow tests)
     "sac-vector": {"experiment": "sac-pendulum", "steps": 400, "k": 334, "overrides": {
         "net_arch": (32, 32), "buffer_size": 150, "learning_starts": 100, "batch_size": 32,
@@ -72,6 +79,12 @@ SETUPS = {
         "learning_starts": 200, "buffer_size": 300, "target_update_interval": 100}},
     "ppo-atari": {"experiment": "ppo-atari", "steps": 8 * 48, "k": 8 * 37, "overrides": {
         "n_steps": 16, "batch_size": 64, "n_epochs": 1}},
+    # recurrent policies: the lanes' memory saved with the run
+    "ppo-lstm-rps": {"experiment": "ppo-lstm-rps", "steps": 1200, "k": 4 * 37, "overrides": {
+        "num_envs": 4, "n_steps": 32, "batch_size": 64, "n_epochs": 2, "rnn_hidden_size": 16}},
+    "drqn-vector": {"experiment": "drqn-cartpole-novel", "steps": 800, "k": 334, "overrides": {
+        "learning_starts": 200, "buffer_size": 300, "batch_size": 8, "sequence_length": 6,
+        "burn_in": 2, "rnn_hidden_size": 16, "net_arch": (16,), "num_envs": 2}},
 }
 EVAL_EPISODES = 3
 

@@ -301,11 +301,17 @@ def _checkpoint_is_mid_run(name: str, path: Path) -> None:
             assert 0 < len(experiment.policy.trajectory) < n_steps * env.num_envs
     else:
         assert tracker.running_length > 0 and not (env.is_terminated or env.is_truncated)
+    if isinstance(experiment.policy.policy, rl.RecurrentPolicy):  # memory live, not initial
+        assert (experiment.policy.policy.memory.values != 0).all(axis=tuple(range(
+            1, experiment.policy.policy.memory.values.ndim))).any()
 
 
-# SAC and PPO on Hopper (MuJoCo, normalised) here, the others in a fresh process below; every
-# named experiment with the slow tests.
-@pytest.mark.parametrize("name", [name if name in ("sac", "ppo-hopper") else pytest.param(
+# SAC, PPO on Hopper (MuJoCo, normalised) and the recurrent ones here, the others in a fresh
+# process below; every named experiment with the slow tests.
+IN_PROCESS = ("sac", "ppo-hopper", "ppo-lstm", "drqn")
+
+
+@pytest.mark.parametrize("name", [name if name in IN_PROCESS else pytest.param(
     name, marks=pytest.mark.slow) for name in resume_runs.SETUPS])
 def test_an_interrupted_run_resumed_in_this_process_ends_as_the_whole_run(name, tmp_path):
     whole = resume_runs.run_whole(name, tmp_path)
@@ -317,7 +323,8 @@ def test_an_interrupted_run_resumed_in_this_process_ends_as_the_whole_run(name, 
         assert whole["state/log_ent_coef"] != 0.0
 
 
-FRESH = ["tabular", "dqn", "ppo", "sac-halfcheetah", pytest.param("sac", marks=pytest.mark.slow)]
+FRESH = ["tabular", "dqn", "ppo", "sac-halfcheetah", "ppo-lstm",
+         pytest.param("sac", marks=pytest.mark.slow), pytest.param("drqn", marks=pytest.mark.slow)]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ import pytest
 
 import stagerl as rl
 
-GENERIC_FUNCTIONS = {"push": rl.push, "plan": rl.plan, "optimise": rl.optimise}
+GENERIC_FUNCTIONS = {"push": rl.push, "plan": rl.plan, "optimise": rl.optimise,
+                     "compute_actions": rl.compute_actions.function}
 OPTIONAL_DEPENDENCIES = {"ray", "tensorboard", "matplotlib", "safetensors"}
 
 

@@ -46,7 +46,8 @@ def test_plan_of_an_observation_names_the_env_the_method_takes_and_what_to_call(
     assert str(raised.value) == (
         "plan(GreedyOnEnv, ndarray): plan(policy, env) chooses an action for env.state, and "
         "the plan method for GreedyOnEnv takes env: stagerl.Env, not a numpy.ndarray; pass the "
-        "env whose state that is, not the observation (stagerl.evaluate(policy, env, episodes) "
+        "env whose state that is, or compute the actions for observations without an env with "
+        "stagerl.compute_actions(policy, observations) (stagerl.evaluate(policy, env, episodes) "
         "runs whole episodes in an env)")
 
 
@@ -68,3 +69,45 @@ def test_a_policy_without_plan_is_told_which_method_to_define(env):
         "    @stagerl.plan.dispatch\n"
         "    def plan(policy: Planless, env: stagerl.Env):\n"
         "        return ...  # an action for env.state")
+
+
+def _built_in_policies():
+    """One policy of every built-in family, each of whose plan methods takes any env."""
+    import gymnasium
+
+    from stagerl.algorithms import RecurrentPPOConfig, SACPolicy, make_recurrent_ppo_agent
+    from stagerl.algorithms.dqn import DQNConfig, make_dqn_agent
+    from stagerl.algorithms.on_policy import PPOConfig, make_ppo_agent, make_vector_env
+
+    cartpole = rl.GymEnv("CartPole-v1", seed=0)
+    vector = make_vector_env("CartPole-v1", num_envs=2, seed=0)
+    q_based = rl.QBasedPolicy(rl.TDLearner(rl.TabularQApproximator(7, 2)), rl.GreedyExplorer())
+    return {
+        "RandomPolicy": (rl.RandomPolicy(rng=0), np.zeros(4)),
+        "QBasedPolicy": (q_based, 3),
+        "DQNPolicy": (make_dqn_agent(cartpole, DQNConfig(total_steps=10), device="cpu").policy,
+                      np.zeros(4)),
+        "PPOPolicy": (make_ppo_agent(vector, PPOConfig(n_steps=8, batch_size=8),
+                                     device="cpu").policy, [0.0, 0.0, 0.0, 0.0]),
+        "SACPolicy": (SACPolicy(gymnasium.spaces.Box(-1.0, 1.0, (3,)),
+                                gymnasium.spaces.Box(-2.0, 2.0, (1,))), np.zeros(3)),
+        "RecurrentPPOPolicy": (make_recurrent_ppo_agent(
+            vector, RecurrentPPOConfig(n_steps=8, batch_size=8), device="cpu").policy,
+            np.zeros(4)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_built_in_policies()))
+def test_a_built_in_policy_given_an_observation_names_the_env_and_compute_actions(name):
+    policy, observation = _built_in_policies()[name]
+    kind = type(observation).__name__
+    with pytest.raises(MissingMethodError) as raised:
+        rl.plan(policy, observation)
+    message = str(raised.value)
+    assert message.startswith(f"plan({name}, {kind}): plan(policy, env) chooses an action for "
+                              f"env.state, and the plan method for {name} takes an env, not a")
+    assert "stagerl.compute_actions(policy, observations)" in message
+    with pytest.raises(MissingMethodError, match=r"stagerl\.compute_actions"):
+        rl.plan(rl.Agent(policy, rl.Trajectory(rl.CircularArraySARTSTraces(4, extra={
+            "recurrent_state": (np.float32, getattr(policy, "recurrent_state_shape", ()))}))),
+            observation)
