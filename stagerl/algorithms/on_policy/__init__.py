@@ -6,6 +6,8 @@ TRPO.
 * :mod:`~stagerl.algorithms.on_policy.rollout`: the rollout's trajectory, its time-major grid
   and the estimators (GAE, discounted returns);
 * :mod:`~stagerl.algorithms.on_policy.networks`: ``ActorCritic`` and ``RunningMeanStd``;
+* :mod:`~stagerl.algorithms.on_policy.baselines`: the baselines by name (``"zero"``,
+  ``"network"``, ``"linear"``) that VPG and TRPO measure returns against;
 * one module per algorithm: :mod:`~stagerl.algorithms.on_policy.vpg`,
   :mod:`~stagerl.algorithms.on_policy.a2c`, :mod:`~stagerl.algorithms.on_policy.ppo`,
   :mod:`~stagerl.algorithms.on_policy.trpo`.
@@ -16,6 +18,14 @@ A new algorithm is a ``loss`` (and, when GAE does not fit, a ``postprocess``); s
 
 from stagerl.algorithms.on_policy.a2c import A2CConfig, A2CPolicy, make_a2c_agent
 from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig
+from stagerl.algorithms.on_policy.baselines import (
+    BASELINES,
+    Baseline,
+    LinearFeatureBaseline,
+    ValueNetworkBaseline,
+    ZeroBaseline,
+    make_baseline,
+)
 from stagerl.algorithms.on_policy.networks import (
     ActorCritic,
     RunningMeanStd,
@@ -38,4 +48,5 @@ __all__ = ["OnPolicyConfig", "OnPolicy", "ActorCritic", "RunningMeanStd", "build
            "add_discounted_returns", "make_vector_env",
            "VPGConfig", "VPGPolicy", "make_vpg_agent", "A2CConfig", "A2CPolicy", "make_a2c_agent",
            "PPOConfig", "PPOPolicy", "make_ppo_agent", "TRPOConfig", "TRPOPolicy",
-           "make_trpo_agent"]
+           "make_trpo_agent", "Baseline", "ZeroBaseline", "ValueNetworkBaseline",
+           "LinearFeatureBaseline", "make_baseline", "BASELINES"]

@@ -29,8 +29,9 @@ import torch
 from torch import nn
 
 from stagerl.algorithms._checks import Settings, check_net_arch, check_numbers
+from stagerl.algorithms.on_policy.baselines import Baseline, ValueNetworkBaseline
 from stagerl.algorithms.on_policy.networks import LOG_SQRT_2PI, ActorCritic, RunningMeanStd
-from stagerl.algorithms.on_policy.rollout import add_gae, read_rollout
+from stagerl.algorithms.on_policy.rollout import add_gae, carried_steps, read_rollout
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan, push
 from stagerl.core.env import VectorEnv
@@ -92,11 +93,16 @@ class OnPolicy(Policy):
         normalize_states: normalise observations by their running mean and std, updated after
             each rollout's update (a rollout is acted and learned with the same statistics).
         rng: seed or ``np.random.Generator`` for actions and minibatches.
+        baseline: what advantages are measured against (a
+            :class:`~stagerl.algorithms.on_policy.baselines.Baseline`; default the critic,
+            :class:`~stagerl.algorithms.on_policy.baselines.ValueNetworkBaseline`). Another
+            baseline replaces the recorded values and the bootstrap values with its own.
     """
 
     def __init__(self, model: ActorCritic, optimiser: Any, gamma: float = 0.99,
                  gae_lambda: float = 1.0, max_grad_norm: float | None = None,
-                 normalize_states: bool = False, rng: Any = None):
+                 normalize_states: bool = False, rng: Any = None,
+                 baseline: Baseline | None = None):
         self.model, self.optimiser = model, optimiser
         self.gamma, self.gae_lambda, self.max_grad_norm = gamma, gae_lambda, max_grad_norm
         self.rng = as_rng(rng)
@@ -106,6 +112,12 @@ class OnPolicy(Policy):
         self.env_steps = 0  # transitions learned from (schedules read it)
         self.n_updates = 0
         self.stats: dict[str, float] = {}  # the last update's figures (losses, KL...)
+        self.baseline = ValueNetworkBaseline() if baseline is None else baseline
+        if not isinstance(self.baseline, Baseline):
+            raise TypeError(f"baseline must be a stagerl Baseline (make_baseline(name)), got "
+                            f"{type(self.baseline).__name__}")
+        # Each lane's time step within its running episode at the next rollout's start.
+        self.lane_steps: np.ndarray | None = None
         self._step = None  # (stored action, log_prob, value, state) of the last plan
 
     # -- acting ------------------------------------------------------------------------------------
@@ -134,6 +146,10 @@ class OnPolicy(Policy):
         action = out + np.exp(log_std) * noise
         log_prob = (-0.5 * noise**2 - log_std - LOG_SQRT_2PI).sum(axis=1)
         return np.clip(action, action_space.low, action_space.high), action, log_prob, value
+
+    def state_values(self, states: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """The baseline's values of raw observations at episode time steps ``steps``."""
+        return self.baseline.values(self, states, steps)
 
     # -- learning ----------------------------------------------------------------------------------
     def postprocess(self, rollout: dict) -> dict:
@@ -166,22 +182,43 @@ class OnPolicy(Policy):
 
     def learn(self, container: Any) -> None:
         """Learn from one complete rollout held by ``container``."""
-        rollout = read_rollout(container, self)
+        batch, rollout = self.read_batch(container)
+        self.update(batch)
+        self.n_updates += 1
+        self.log_stats()
+        if self.state_rms is not None:
+            self.state_rms.update(rollout["state"][rollout["valid"]])
+
+    def read_batch(self, container: Any) -> tuple:
+        """The flat batch of transitions to learn from in the rollout ``container`` holds
+        (torch tensors; see :meth:`learn`) and the rollout itself; counts its env steps and
+        carries each lane's episode step over to the next rollout."""
+        lanes = getattr(container, "n_lanes", None) or 1
+        if self.lane_steps is None or len(self.lane_steps) != lanes:
+            self.lane_steps = np.zeros(lanes, dtype=np.int64)
+        rollout = read_rollout(container, self, self.lane_steps)
+        if not self.baseline.recorded:  # the values were the critic's: the baseline's instead
+            valid = rollout["valid"]
+            rollout["value"][valid] = self.state_values(rollout["state"][valid],
+                                                        rollout["step"][valid])
+        self.lane_steps = carried_steps(rollout, self.lane_steps)
         rollout = self.postprocess(rollout)
         rows = self.select(rollout)
         batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
                  for name, value in rollout.items()
                  if value.shape[:2] == rows.shape and name != "state"}
         batch["state"] = self.states_tensor(rollout["state"][rows])
+        if not self.baseline.recorded:  # the baseline learns from the raw observations
+            batch["raw_state"] = torch.as_tensor(rollout["state"][rows])
         self.env_steps += int(rollout["valid"].sum())
-        self.update(batch)
-        self.n_updates += 1
+        return batch, rollout
+
+    def log_stats(self) -> None:
+        """Report the last update's figures (``losses/<name>``) and the learning rate."""
         if is_logging_scalars():  # once a rollout, for the loggers the experiment has
             for name, value in self.stats.items():
                 log_scalar(f"losses/{name}", value)
             log_scalar("charts/learning_rate", self.optimiser.param_groups[0]["lr"])
-        if self.state_rms is not None:
-            self.state_rms.update(rollout["state"][rollout["valid"]])
 
     # -- devices and state ------------------------------------------------------------------
     def to(self, device: Any) -> OnPolicy:
@@ -197,7 +234,11 @@ class OnPolicy(Policy):
 
     def state_dict(self) -> dict[str, Any]:
         state = {"model": self.model.state_dict(), "env_steps": self.env_steps,
-                 "n_updates": self.n_updates}
+                 "n_updates": self.n_updates,
+                 "lane_steps": None if self.lane_steps is None else self.lane_steps.copy()}
+        coefficients = getattr(self.baseline, "coefficients", None)
+        if coefficients is not None:
+            state["baseline"] = {"coefficients": coefficients.copy()}
         state.update({name: opt.state_dict() for name, opt in self.optimisers().items()})
         if self.state_rms is not None:
             rms = self.state_rms
@@ -209,6 +250,10 @@ class OnPolicy(Policy):
         for name, opt in self.optimisers().items():
             opt.load_state_dict(state[name])
         self.env_steps, self.n_updates = int(state["env_steps"]), int(state["n_updates"])
+        steps = state.get("lane_steps")
+        self.lane_steps = None if steps is None else np.array(steps, dtype=np.int64)
+        if "baseline" in state and hasattr(self.baseline, "coefficients"):
+            self.baseline.coefficients = np.array(state["baseline"]["coefficients"])
         if self.state_rms is not None:
             rms = state["state_rms"]
             self.state_rms.mean, self.state_rms.var = np.array(rms["mean"]), np.array(rms["var"])

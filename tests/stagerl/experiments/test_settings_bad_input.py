@@ -27,7 +27,7 @@ ZERO_OK = {"learning_starts", "gamma", "gae_lambda", "exploration_fraction",
            "exploration_initial_eps", "exploration_final_eps", "beta0", "alpha", "vf_coef",
            "cg_damping", "target_policy_noise", "target_noise_clip", "action_noise",
            "torch_threads", "log_std_init", "epsilon", "decay_fraction", "target_entropy",
-           "v_min"}
+           "v_min", "baseline_reg_coeff"}
 #: Where -1 is in the field's range.
 MINUS_ONE_OK = {"log_std_init", "target_entropy", "v_min"}
 
