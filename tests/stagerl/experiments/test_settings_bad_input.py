@@ -21,13 +21,13 @@ from stagerl.experiments.registry import hyper_parameters, json_value, parse_ove
 
 VALUES = ("nan", "inf", "-inf", "0", "-1")
 #: Where +inf means something (and is accepted): never clip, never stop early.
-INF_OK = {"max_grad_norm", "clip_range", "clip_range_vf", "target_kl"}
+INF_OK = {"max_grad_norm", "clip_range", "clip_range_vf", "target_kl", "kl_target"}
 #: Where 0 is in the field's range.
 ZERO_OK = {"learning_starts", "gamma", "gae_lambda", "exploration_fraction",
            "exploration_initial_eps", "exploration_final_eps", "beta0", "alpha", "vf_coef",
            "cg_damping", "target_policy_noise", "target_noise_clip", "action_noise",
            "torch_threads", "log_std_init", "epsilon", "decay_fraction", "target_entropy",
-           "v_min", "baseline_reg_coeff"}
+           "v_min", "baseline_reg_coeff", "kl_coef"}
 #: Where -1 is in the field's range.
 MINUS_ONE_OK = {"log_std_init", "target_entropy", "v_min"}
 
