@@ -1,7 +1,7 @@
 """Reinforcement-learning algorithms in three families, each a package:
 
 * :mod:`stagerl.algorithms.dqn`: DQN and its extensions, Rainbow;
-* :mod:`stagerl.algorithms.on_policy`: VPG, A2C, PPO, TRPO (and NPG), and the baselines
+* :mod:`stagerl.algorithms.on_policy`: VPG, A2C, PPO, TRPO (and NPG), ERWR, REPS, and the baselines
   they measure returns against (zero, the value network, rllab's linear feature baseline);
 * :mod:`stagerl.algorithms.off_policy`: SAC, TD3 (and DDPG).
 
@@ -28,7 +28,9 @@ _FAMILIES = {
                   "TRPOConfig", "TRPOPolicy", "make_trpo_agent",
                   "OnPolicy", "rollout_trajectory",
                   "Baseline", "ZeroBaseline", "ValueNetworkBaseline", "LinearFeatureBaseline",
-                  "make_baseline", "BASELINES"),
+                  "make_baseline", "BASELINES",
+                  "ERWRConfig", "ERWRPolicy", "make_erwr_agent",
+                  "REPSConfig", "REPSPolicy", "make_reps_agent"),
     "off_policy": ("SACConfig", "SACPolicy", "make_sac_agent",
                    "TD3Config", "TD3Policy", "make_td3_agent"),
 }

@@ -1,7 +1,7 @@
-"""The on-policy family: rollout -> postprocess -> update -> clear, shared by VPG, A2C, PPO and
-TRPO.
+"""The on-policy family: rollout -> postprocess -> update -> clear, shared by VPG, A2C, PPO,
+TRPO (and NPG), ERWR and REPS.
 
-* :mod:`~stagerl.algorithms.on_policy.base`: ``OnPolicyConfig`` (the settings all four share)
+* :mod:`~stagerl.algorithms.on_policy.base`: ``OnPolicyConfig`` (the settings they all share)
   and ``OnPolicy`` (acting, recording, the rollout cycle, the weights sent to Ray workers);
 * :mod:`~stagerl.algorithms.on_policy.rollout`: the rollout's trajectory, its time-major grid
   and the estimators (GAE, discounted returns);
@@ -10,7 +10,8 @@ TRPO.
   ``"network"``, ``"linear"``) that VPG and TRPO measure returns against;
 * one module per algorithm: :mod:`~stagerl.algorithms.on_policy.vpg`,
   :mod:`~stagerl.algorithms.on_policy.a2c`, :mod:`~stagerl.algorithms.on_policy.ppo`,
-  :mod:`~stagerl.algorithms.on_policy.trpo`.
+  :mod:`~stagerl.algorithms.on_policy.trpo`, :mod:`~stagerl.algorithms.on_policy.erwr`,
+  :mod:`~stagerl.algorithms.on_policy.reps`.
 
 A new algorithm is a ``loss`` (and, when GAE does not fit, a ``postprocess``); see
 ``docs/algorithms/on_policy.md``.
@@ -26,6 +27,7 @@ from stagerl.algorithms.on_policy.baselines import (
     ZeroBaseline,
     make_baseline,
 )
+from stagerl.algorithms.on_policy.erwr import ERWRConfig, ERWRPolicy, make_erwr_agent
 from stagerl.algorithms.on_policy.networks import (
     ActorCritic,
     RunningMeanStd,
@@ -33,6 +35,7 @@ from stagerl.algorithms.on_policy.networks import (
     check_spaces,
 )
 from stagerl.algorithms.on_policy.ppo import PPOConfig, PPOPolicy, make_ppo_agent
+from stagerl.algorithms.on_policy.reps import REPSConfig, REPSPolicy, make_reps_agent
 from stagerl.algorithms.on_policy.rollout import (
     add_discounted_returns,
     add_gae,
@@ -49,4 +52,5 @@ __all__ = ["OnPolicyConfig", "OnPolicy", "ActorCritic", "RunningMeanStd", "build
            "VPGConfig", "VPGPolicy", "make_vpg_agent", "A2CConfig", "A2CPolicy", "make_a2c_agent",
            "PPOConfig", "PPOPolicy", "make_ppo_agent", "TRPOConfig", "TRPOPolicy",
            "make_trpo_agent", "Baseline", "ZeroBaseline", "ValueNetworkBaseline",
-           "LinearFeatureBaseline", "make_baseline", "BASELINES"]
+           "LinearFeatureBaseline", "make_baseline", "BASELINES", "ERWRConfig", "ERWRPolicy",
+           "make_erwr_agent", "REPSConfig", "REPSPolicy", "make_reps_agent"]

@@ -91,7 +91,8 @@ def read_rollout(container: Any, policy: Any, first_steps: Any = None) -> dict:
     time step within its episode: a lane's first row is at ``first_steps[lane]``, default 0,
     and each terminal or truncated row's successor at 0) and ``bootstrap_value`` (the
     baseline's value of the next state where a chain ends without a terminal step: a truncated
-    episode's true final observation, or the state after the rollout's last step).
+    episode's true final observation, or the state after the rollout's last step). A policy
+    whose ``reads_next_state`` is True also gets ``next_state``, every row's next state.
     """
     n = len(container)
     rows = np.arange(n)
@@ -131,6 +132,8 @@ def read_rollout(container: Any, policy: Any, first_steps: Any = None) -> dict:
                 bootstrap[ends] = policy.model.value(
                     policy.states_tensor(next_states)).cpu().numpy()
     rollout = {name: grid(values) for name, values in columns.items()}
+    if getattr(policy, "reads_next_state", False):  # e.g. REPS: features of every next state
+        rollout["next_state"] = grid(container.take("next_state", idx))
     rollout["step"] = grid(steps)
     rollout["bootstrap_value"] = grid(bootstrap)
     rollout["chain_end"] = grid(~continues, fill=True)

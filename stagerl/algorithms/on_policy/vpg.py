@@ -35,7 +35,8 @@ from stagerl.algorithms.on_policy.rollout import add_discounted_returns, rollout
 from stagerl.policies.agent import Agent
 from trajectories import EpisodeSampleRatioController
 
-__all__ = ["VPGConfig", "VPGPolicy", "vpg_loss", "make_vpg_agent"]
+__all__ = ["VPGConfig", "VPGPolicy", "vpg_loss", "make_vpg_agent", "ended_episodes",
+           "episodes_trajectory"]
 
 
 @dataclass
@@ -108,10 +109,7 @@ class VPGPolicy(OnPolicy):
 
     def select(self, rollout: dict) -> np.ndarray:
         """The steps of the episodes that ended (each lane up to its last episode end)."""
-        ended = (rollout["terminal"] | rollout["truncated"]) & rollout["valid"]
-        steps = np.arange(len(ended))[:, None]
-        last_end = np.where(ended, steps, -1).max(axis=0)
-        return rollout["valid"] & (steps <= last_end)
+        return ended_episodes(rollout)
 
     def update(self, batch: dict) -> None:
         advantage = batch["advantage"]
@@ -130,6 +128,26 @@ class VPGPolicy(OnPolicy):
         self.stats["value_loss"] = value_loss.item()
 
 
+def ended_episodes(rollout: dict) -> np.ndarray:
+    """The ``(T, n_lanes)`` mask of the steps of the episodes that ended in ``rollout`` (each
+    lane up to its last terminal or truncated step): what whole-episode learners learn from."""
+    ended = (rollout["terminal"] | rollout["truncated"]) & rollout["valid"]
+    steps = np.arange(len(ended))[:, None]
+    last_end = np.where(ended, steps, -1).max(axis=0)
+    return rollout["valid"] & (steps <= last_end)
+
+
+def episodes_trajectory(env: Any, episodes: int, max_episode_steps: int) -> Any:
+    """The trajectory of a whole-episode learner: an update every ``episodes`` finished
+    episodes, lanes large enough for every step between two updates."""
+    _, _, n_envs = check_spaces(env, "episodes_trajectory")
+    # Within max_episode_steps acts every sub-env ends an episode, so an update comes within
+    # ceil(episodes / n_envs) * max_episode_steps acts; each act adds at most two rows a lane.
+    lane_capacity = 2 * math.ceil(episodes / n_envs) * max_episode_steps + 1
+    controller = EpisodeSampleRatioController(ratio=1 / episodes, threshold=episodes)
+    return rollout_trajectory(env, 1, controller, lane_capacity)
+
+
 def make_vpg_agent(env: Any, config: VPGConfig | None = None, seed: int = 0,
                    device: Any = "auto") -> Agent:
     """An Agent that learns with VPG in ``env`` (a ``GymEnv`` or ``GymVectorEnv``); the
@@ -138,13 +156,7 @@ def make_vpg_agent(env: Any, config: VPGConfig | None = None, seed: int = 0,
     who = "make_vpg_agent"
     if not isinstance(config, VPGConfig):
         raise TypeError(f"{who} needs a VPGConfig, got {type(config).__name__}")
-    _, _, n_envs = check_spaces(env, who)
     model = build_model(env, who, config.net_arch, config.log_std_init, config.ortho_init, seed,
                         device)
-    episodes = config.episodes_per_update
-    # Within max_episode_steps acts every sub-env ends an episode, so an update comes within
-    # ceil(episodes / n_envs) * max_episode_steps acts; each act adds at most two rows a lane.
-    lane_capacity = 2 * math.ceil(episodes / n_envs) * config.max_episode_steps + 1
-    controller = EpisodeSampleRatioController(ratio=1 / episodes, threshold=episodes)
-    trajectory = rollout_trajectory(env, 1, controller, lane_capacity)
+    trajectory = episodes_trajectory(env, config.episodes_per_update, config.max_episode_steps)
     return Agent(VPGPolicy(model, config, rng=seed), trajectory)
