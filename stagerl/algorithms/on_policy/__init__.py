@@ -1,5 +1,5 @@
 """The on-policy family: rollout -> postprocess -> update -> clear, shared by VPG, A2C, PPO,
-TRPO (and NPG), ERWR and REPS.
+TRPO (and NPG), ERWR, REPS and A3C.
 
 * :mod:`~stagerl.algorithms.on_policy.base`: ``OnPolicyConfig`` (the settings they all share)
   and ``OnPolicy`` (acting, recording, the rollout cycle, the weights sent to Ray workers);
@@ -11,13 +11,14 @@ TRPO (and NPG), ERWR and REPS.
 * one module per algorithm: :mod:`~stagerl.algorithms.on_policy.vpg`,
   :mod:`~stagerl.algorithms.on_policy.a2c`, :mod:`~stagerl.algorithms.on_policy.ppo`,
   :mod:`~stagerl.algorithms.on_policy.trpo`, :mod:`~stagerl.algorithms.on_policy.erwr`,
-  :mod:`~stagerl.algorithms.on_policy.reps`.
+  :mod:`~stagerl.algorithms.on_policy.reps`, :mod:`~stagerl.algorithms.on_policy.a3c`.
 
 A new algorithm is a ``loss`` (and, when GAE does not fit, a ``postprocess``); see
 ``docs/algorithms/on_policy.md``.
 """
 
 from stagerl.algorithms.on_policy.a2c import A2CConfig, A2CPolicy, make_a2c_agent
+from stagerl.algorithms.on_policy.a3c import A3CConfig, A3CPolicy, make_a3c_agent
 from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig
 from stagerl.algorithms.on_policy.baselines import (
     BASELINES,
@@ -53,4 +54,5 @@ __all__ = ["OnPolicyConfig", "OnPolicy", "ActorCritic", "RunningMeanStd", "build
            "PPOConfig", "PPOPolicy", "make_ppo_agent", "TRPOConfig", "TRPOPolicy",
            "make_trpo_agent", "Baseline", "ZeroBaseline", "ValueNetworkBaseline",
            "LinearFeatureBaseline", "make_baseline", "BASELINES", "ERWRConfig", "ERWRPolicy",
-           "make_erwr_agent", "REPSConfig", "REPSPolicy", "make_reps_agent"]
+           "make_erwr_agent", "REPSConfig", "REPSPolicy", "make_reps_agent", "A3CConfig",
+           "A3CPolicy", "make_a3c_agent"]
