@@ -369,7 +369,7 @@ def _apply_gradients_on_policy(policy: OnPolicy, gradients, scale):
                          f"parameter tensors of {type(policy).__name__}'s optimiser")
     with torch.no_grad():
         for p, g in zip(params, gradients["gradients"], strict=True):
-            p.grad.copy_(torch.as_tensor(g, device=p.device))
+            p.grad.copy_(torch.from_numpy(np.require(g, requirements="W")).to(p.device))
         if policy.max_grad_norm is not None and policy.max_grad_norm < math.inf:
             nn.utils.clip_grad_norm_(params, policy.max_grad_norm, foreach=True)
         if scale != 1.0:

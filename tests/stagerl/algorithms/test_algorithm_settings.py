@@ -164,7 +164,7 @@ def test_the_public_names_stay_and_are_the_families_objects():
     import stagerl.algorithms as algorithms
     from stagerl.algorithms import dqn, off_policy, on_policy
 
-    assert len(algorithms.__all__) == 35
+    assert len(algorithms.__all__) == 38
     for name in algorithms.__all__:
         family = next(f for f in (dqn, on_policy, off_policy) if hasattr(f, name))
         assert getattr(algorithms, name) is getattr(family, name)

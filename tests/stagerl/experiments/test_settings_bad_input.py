@@ -28,7 +28,7 @@ ZERO_OK = {"learning_starts", "gamma", "gae_lambda", "exploration_fraction",
            "cg_damping", "target_policy_noise", "target_noise_clip", "action_noise",
            "torch_threads", "log_std_init", "epsilon", "decay_fraction", "target_entropy",
            "v_min", "baseline_reg_coeff", "kl_coef",
-           "l2_reg_dual", "l2_reg_loss"}
+           "l2_reg_dual", "l2_reg_loss", "gradient_staleness"}
 #: Where -1 is in the field's range.
 MINUS_ONE_OK = {"log_std_init", "target_entropy", "v_min"}
 
