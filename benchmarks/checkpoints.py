@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import stagerl as rl  # noqa: E402
 from stagerl.checkpoints import load, save  # noqa: E402
 from stagerl.experiments.registry import configure  # noqa: E402
-from stagerl.experiments.registry import load as load_experiment  # noqa: E402
+from stagerl.experiments.registry import get_experiment as load_experiment  # noqa: E402
 
 TRANSITIONS = 100_000
 

@@ -41,7 +41,7 @@ from stagerl.experiments.distributed import (  # noqa: E402
     ExperimentEnv,
     learner_for,
 )
-from stagerl.experiments.registry import EVAL_SEED_OFFSET, configure, load  # noqa: E402
+from stagerl.experiments.registry import EVAL_SEED_OFFSET, configure, get_experiment  # noqa: E402
 from stagerl.experiments.runner import make_eval_env  # noqa: E402
 
 
@@ -52,7 +52,7 @@ def evaluate(experiment, config, agent, seed):
 
 def one_process(name, config, steps, seed):
     """The experiment in one process (as ``stagerl run`` without hooks): steps/s, return."""
-    experiment = load(name)
+    experiment = get_experiment(name)
     torch.manual_seed(seed)
     env = experiment.make_env(config, seed)
     agent = experiment.make_agent(config, env, seed, torch.device("cpu"))
@@ -64,7 +64,7 @@ def one_process(name, config, steps, seed):
 
 
 def with_workers(name, config, steps, seed, workers, **options):
-    experiment = load(name)
+    experiment = get_experiment(name)
     with learner_for(name, config, seed, "cpu", workers, **options) as learner:
         figures = learner.train(steps)
         result = evaluate(experiment, config, learner.agent, seed)
@@ -79,7 +79,7 @@ def with_workers(name, config, steps, seed, workers, **options):
 def collection(seeds, quick):
     name = "dqn-cartpole"
     config = configure(name, learning_starts=10**9, steps=10**9)  # acts at random, never learns
-    experiment = load(name)
+    experiment = get_experiment(name)
     steps = 20_000 if quick else 60_000
     rows = []
     for batch in (64, 256, 1024):

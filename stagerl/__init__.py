@@ -67,7 +67,7 @@ from stagerl.utils.returns import discount_rewards, generalized_advantage_estima
 from stagerl.policies.random_policy import RandomPolicy
 from stagerl.core import fallbacks as _fallbacks  # registers the no-op fallback methods
 from stagerl.core.run import Experiment, run
-from stagerl.core.evaluation import deterministic, evaluate
+from stagerl.core.evaluate import deterministic, evaluate
 from stagerl.logging import (
     ConsoleSummary,
     CSVLogger,

@@ -282,7 +282,7 @@ def eval_command(argv: list[str]) -> int:
         # Frames are drawn off-screen: no display wanted (SDL, under gymnasium's renderers,
         # otherwise complains on stderr on a machine without a desktop session).
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    from stagerl.experiments.evaluation import evaluate_checkpoint
+    from stagerl.experiments.checkpoint_evaluation import evaluate_checkpoint
 
     def evaluated():
         try:

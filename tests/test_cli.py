@@ -231,18 +231,3 @@ def test_ctrl_c_flushes_the_logs_and_exits_130(tmp_path):
     assert list((tmp_path / "out").glob("events.out.tfevents.*"))
     assert not (tmp_path / "out" / "summary.json").exists()
 
-
-def test_the_readme_command_with_hyper_parameters_runs(tmp_path, capsys):
-    from stagerl.cli import main
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    (line,) = [line for line in readme.splitlines() if line.startswith("stagerl run ppo-cartpole")
-               and "net_arch=" in line]
-    args = line.split()[1:]
-    assert args[args.index("--steps") + 1] == "50000"
-    args[args.index("--steps") + 1] = "512"  # the same command, shorter
-    assert main([*args, "--logdir", str(tmp_path / "run"), "--no-tensorboard"]) == 0, (
-        capsys.readouterr().err)
-    config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["config"]["net_arch"] == [64, 64] and config["seed"] == 1
-    assert config["config"]["learning_rate"] == 3e-4 and config["steps"] == 512

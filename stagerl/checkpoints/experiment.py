@@ -32,7 +32,7 @@ from stagerl.core.hooks import EmptyHook
 from stagerl.core.hooks_base import ComposedHook, Hook
 from stagerl.core.run import Experiment, StepEnd
 from stagerl.core.stop_conditions import StopAfterNSteps, steps_per_act
-from stagerl.logging.evaluation import Evaluate
+from stagerl.logging.periodic_evaluation import Evaluate
 
 __all__ = ["ResumableExperiment", "resume", "global_state", "restore_global_state"]
 

@@ -175,6 +175,7 @@ def resolve(name: str, what: str = "class") -> Any:
     :class:`Unregistered` otherwise."""
     if not isinstance(name, str):
         raise CheckpointError(f"a type name must be a string, got {name!r}")
+    name = _current_name(name)
     found = _registered.get(name)
     if found is None:
         found = BUILTIN_TYPES.get(name) or _functions().get(name)
@@ -192,6 +193,24 @@ def resolve(name: str, what: str = "class") -> Any:
                        "registered component (no module outside stagerl's own is imported by "
                        "name); if it is yours, call stagerl.checkpoints.register(...) on it "
                        "before loading")
+
+
+# stagerl modules renamed since checkpoints were first written: a class stored under the old
+# module's name is read as the same class under the new one, so older checkpoints still load
+# (saving always writes the new name).
+_RENAMED_MODULES = {
+    "stagerl.logging.evaluation": "stagerl.logging.periodic_evaluation",
+    "stagerl.core.evaluation": "stagerl.core.evaluate",
+    "stagerl.experiments.evaluation": "stagerl.experiments.checkpoint_evaluation",
+}
+
+
+def _current_name(name: str) -> str:
+    """``name`` with a renamed module's old name replaced by its new one."""
+    for old, new in _RENAMED_MODULES.items():
+        if name.startswith(old + "."):
+            return new + name[len(old):]
+    return name
 
 
 def _shown(name: str) -> str:

@@ -3,7 +3,7 @@
 ``import stagerl.distributed`` needs neither Ray nor torch; the names below load on first use,
 and only the Ray-backed ones (``WorkerPool``, ``Learner`` with a pool, ``connect``) need Ray,
 raising ``ImportError`` with the install command without it. Named experiments on Ray workers
-are one layer up: ``stagerl.experiments.learner_for`` and ``stagerl.experiments.run(name,
+are one layer up: ``stagerl.experiments.learner_for`` and ``stagerl.experiments.train(name,
 ray_workers=N)``. See ``docs/distributed.md``.
 
 * :class:`RolloutWorker`: the stagerl loop with a CPU copy of the policy, handing over

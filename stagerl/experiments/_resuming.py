@@ -22,7 +22,7 @@ from typing import Any
 from stagerl.checkpoints import CheckpointError, config_differences, read_manifest, resume
 from stagerl.checkpoints.files import step_directories
 from stagerl.checkpoints.foreign import env_id_problem
-from stagerl.experiments.registry import configure, load, names
+from stagerl.experiments.registry import configure, get_experiment, names
 
 __all__ = ["ResumeRequest", "check_resume", "checked_run_config", "CHECKPOINTS"]
 
@@ -111,7 +111,7 @@ def checked_run_config(name: Any, config: Any, where: Any) -> str:
     if not isinstance(config, dict):
         raise ValueError(f"{where} holds no hyper-parameters of {name}")
     if "env_id" in config:
-        fields = {f.name: f for f in dataclasses.fields(load(name).config)}
+        fields = {f.name: f for f in dataclasses.fields(get_experiment(name).config)}
         own = fields["env_id"].default if "env_id" in fields else None
         problem = env_id_problem(config["env_id"], expected=own)
         if problem is not None:

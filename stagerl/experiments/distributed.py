@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from stagerl.core.evaluation import evaluate
+from stagerl.core.evaluate import evaluate
 from stagerl.core.hooks_base import ComposedHook, Hook
 from stagerl.distributed.lanes import WorkerLanes
 from stagerl.distributed.learner import Learner
@@ -29,7 +29,7 @@ from stagerl.experiments.registry import (
     get_experiment,
     make_eval_env,
 )
-from stagerl.logging.evaluation import Evaluate
+from stagerl.logging.periodic_evaluation import Evaluate
 
 __all__ = ["ExperimentEnv", "ExperimentAgent", "learner_for", "train"]
 

@@ -19,7 +19,7 @@ Example:
 
 from stagerl.logging.base import LoggingHook
 from stagerl.logging.csv_logger import CSVLogger
-from stagerl.logging.evaluation import Evaluate
+from stagerl.logging.periodic_evaluation import Evaluate
 from stagerl.logging.plotting import PlotLearningCurve, plot_logdirs
 from stagerl.logging.progress import ConsoleSummary, ProgressBar
 from stagerl.logging.scalars import ScalarListener, is_logging_scalars, log_scalar

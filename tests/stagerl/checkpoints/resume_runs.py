@@ -29,7 +29,7 @@ import torch
 import stagerl as rl
 from stagerl.checkpoints import CheckpointSchedule, ResumableExperiment, latest, register, resume
 from stagerl.checkpoints.graph import encode
-from stagerl.experiments.registry import configure, load
+from stagerl.experiments.registry import configure, get_experiment
 from stagerl.experiments.runner import make_eval_env
 from stagerl.logging import Evaluate
 
@@ -89,7 +89,7 @@ def build(name: str, directory: Path, interrupt_at: int) -> ResumableExperiment:
     """The experiment as the command line builds it, with a checkpoint schedule and Ctrl-C at
     ``interrupt_at``."""
     setup = SETUPS[name]
-    experiment = load(setup["experiment"])
+    experiment = get_experiment(setup["experiment"])
     config = configure(setup["experiment"], steps=setup["steps"], **setup["overrides"])
     torch.manual_seed(0)
     env = experiment.make_env(config, 0)
@@ -136,7 +136,7 @@ def fingerprint(name: str, experiment: ResumableExperiment) -> dict:
     out["hook/rewards"] = np.asarray(hook[0].rewards)
     out["hook/evaluations"] = np.asarray(hook[1].returns)
     config = configure(setup["experiment"], steps=setup["steps"], **setup["overrides"])
-    experiment_def = load(setup["experiment"])
+    experiment_def = get_experiment(setup["experiment"])
     out["final_evaluation"] = np.asarray(rl.evaluate(
         agent, make_eval_env(experiment_def, config, 10_000), EVAL_EPISODES,
         experiment_def.eval_max_episode_steps))

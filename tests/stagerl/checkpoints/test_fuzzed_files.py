@@ -33,7 +33,7 @@ import stagerl as rl
 from stagerl.checkpoints import CheckpointError, load, save
 from stagerl.checkpoints.graph import encode
 from stagerl.experiments.registry import configure, names
-from stagerl.experiments.registry import load as load_experiment
+from stagerl.experiments.registry import get_experiment as load_experiment
 
 sys.path.insert(0, str(Path(__file__).parent))
 import resume_runs  # noqa: E402  (the small settings of every named experiment)

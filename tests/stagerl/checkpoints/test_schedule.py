@@ -84,12 +84,12 @@ def _push_unsaved(hook: Unsaved, stage: rl.PostActStage, policy, env):
 
 
 def test_a_users_unregistered_hook_is_left_out_of_checkpoints_with_one_warning(tmp_path):
-    from stagerl.experiments import run
+    from stagerl.experiments import train
 
     hook = Unsaved()
     with pytest.warns(UserWarning) as caught:
-        summary = run("tabular-q-random-walk", steps=300, seed=1, logdir=tmp_path / "run",
-                      progress=False, tensorboard=False, hook=hook, checkpoint_every=100)
+        summary = train("tabular-q-random-walk", steps=300, seed=1, logdir=tmp_path / "run",
+                        progress=False, tensorboard=False, hook=hook, checkpoint_every=100)
     mine = [w for w in caught if "Unsaved" in str(w.message)]
     assert len(mine) == 1
     assert str(mine[0].message).startswith(

@@ -15,9 +15,14 @@ from PIL import Image
 
 import stagerl as rl
 from stagerl.checkpoints import save
-from stagerl.experiments import evaluation, run
-from stagerl.experiments.evaluation import evaluate_checkpoint
-from stagerl.experiments.registry import EVAL_SEED_OFFSET, NamedExperiment, configure, load
+from stagerl.experiments import checkpoint_evaluation, train
+from stagerl.experiments.checkpoint_evaluation import evaluate_checkpoint
+from stagerl.experiments.registry import (
+    EVAL_SEED_OFFSET,
+    NamedExperiment,
+    configure,
+    get_experiment,
+)
 from stagerl.experiments.runner import make_eval_env
 from stagerl.experiments.zoo import tabular_q_random_walk
 
@@ -31,16 +36,16 @@ needs_ffmpeg = pytest.mark.skipif(importlib.util.find_spec("imageio_ffmpeg") is 
 def dqn_run(tmp_path_factory):
     """A finished 3,000-step DQN CartPole run with checkpoints at 1,000, 2,000 and 3,000."""
     logdir = tmp_path_factory.mktemp("dqn") / "run"
-    summary = run("dqn-cartpole", steps=3000, seed=0, device="cpu", logdir=logdir,
-                  progress=False, tensorboard=False, checkpoint_every=1000)
+    summary = train("dqn-cartpole", steps=3000, seed=0, device="cpu", logdir=logdir,
+                    progress=False, tensorboard=False, checkpoint_every=1000)
     return logdir, summary
 
 
 @pytest.fixture(scope="module")
 def walk_run(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("walk") / "run"
-    run("tabular-q-random-walk", steps=1000, seed=4, device="cpu", logdir=logdir,
-        progress=False, tensorboard=False)
+    train("tabular-q-random-walk", steps=1000, seed=4, device="cpu", logdir=logdir,
+          progress=False, tensorboard=False)
     return logdir
 
 
@@ -73,7 +78,7 @@ def test_a_given_seed_evaluates_on_the_evaluation_env_of_that_seed(dqn_run):
     result = evaluate_checkpoint(logdir, episodes=4, seed=7)
     agent = rl.load(logdir)
     config = configure("dqn-cartpole", steps=3000)
-    env = make_eval_env(load("dqn-cartpole"), config, 7)
+    env = make_eval_env(get_experiment("dqn-cartpole"), config, 7)
     assert result["seed"] == 7
     assert result["returns"] == rl.evaluate(agent, env, 4)
     assert result["returns"] != evaluate_checkpoint(logdir, episodes=4)["returns"]
@@ -146,7 +151,7 @@ def painted_walk_experiment(monkeypatch):
         tabular_q_random_walk.make_agent,
         lambda config, seed: rl.GymEnv(PaintedWalk(render_mode="rgb_array"), seed=seed),
         eval_max_episode_steps=100)
-    monkeypatch.setattr(evaluation, "load_experiment", lambda name: experiment)
+    monkeypatch.setattr(checkpoint_evaluation, "load_experiment", lambda name: experiment)
 
 
 def test_a_gif_of_an_env_that_renders_without_pygame_holds_its_frames(

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import stagerl as rl
-from stagerl.core.evaluation import acting_policy
-from stagerl.experiments import load
+from stagerl.core.evaluate import acting_policy
+from stagerl.experiments import get_experiment
 from stagerl.logging import Evaluate, ScalarListener
 
 
@@ -32,7 +32,7 @@ def plan(policy: NoisyLean, env: rl.Env):
 
 
 def tabular_agent(steps: int = 2000):
-    experiment = load("tabular-q-random-walk")
+    experiment = get_experiment("tabular-q-random-walk")
     config = experiment.config(steps=steps)
     return experiment.make_agent(config, experiment.make_env(config, 0), 0, None)
 

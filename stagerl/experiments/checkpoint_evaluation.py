@@ -64,10 +64,10 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 20, *, video: str | Pa
 
     Example:
         >>> import tempfile
-        >>> from stagerl.experiments import run
+        >>> from stagerl.experiments import train
         >>> logdir = tempfile.mkdtemp() + "/run"
-        >>> summary = run("tabular-q-random-walk", steps=1000, seed=1, logdir=logdir,
-        ...               progress=False, tensorboard=False)
+        >>> summary = train("tabular-q-random-walk", steps=1000, seed=1, logdir=logdir,
+        ...                 progress=False, tensorboard=False)
         >>> result = evaluate_checkpoint(logdir)
         >>> result["env_steps"], result["return_mean"] == summary["eval_return_mean"]
         (1000, True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
-from stagerl.core.evaluation import evaluate
+from stagerl.core.evaluate import evaluate
 from stagerl.core.hooks_base import Hook
 from stagerl.core.stages import PostActStage, PreExperimentStage
 from stagerl.core.stop_conditions import (
