@@ -10,7 +10,7 @@ Two sections:
    process, sizes interleaved per repeat; the table shows medians and the load average.
 2. ``dqn``: DQN on CartPole (``dqn-cartpole``'s settings) with 2 workers: the plan-based
    ``stagerl.distributed.Learner`` against the learner as it was before execution plans
-   (``algorithm_runs/learner_before_plans.py``), each run in a fresh process, interleaved per
+   (``reference/learner_before_plans.py``), each run in a fresh process, interleaved per
    seed; env-steps/s of training (the workers' start apart) and the final evaluation.
 
     python benchmarks/scaling.py                          # both sections
@@ -34,7 +34,7 @@ _HERE = Path(__file__).resolve().parent
 # Run as a script, this folder comes first on sys.path, and its trajectories.py benchmark would
 # shadow the trajectories package that stagerl imports.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.append(str(_HERE / "algorithm_runs"))
+sys.path.append(str(_HERE / "reference"))
 
 import gymnasium  # noqa: E402
 

@@ -42,7 +42,8 @@ from docs_commands import (
 )
 
 #: The run length each experiment's commands are cut to.
-STEPS = {"dqn-cartpole": "300", "ppo-cartpole": "512", "sac-pendulum": "300"}
+STEPS = {"dqn-cartpole": "300", "ppo-cartpole": "512", "sac-pendulum": "300",
+         "vpg-cartpole": "1000", "a3c-cartpole": "480"}
 INTERRUPTED = "stagerl run dqn-cartpole --logdir runs/a --steps 1000, stopped by Ctrl-C"
 #: docs/distributed.md's Python blocks: on Ray, in the Ray session (PYTHON_HERE).
 DISTRIBUTED = Page(lambda namespace: None, shorter=(("50_000", "600"),),
@@ -178,6 +179,8 @@ COMMANDS = {
         evaluated(5, "best.gif"), after=("stagerl run dqn-cartpole --logdir runs/dqn",),
         needs=("pygame",)),
     "stagerl run ppo-cartpole --ray-workers 2": OnRay(on_two_workers),
+    "stagerl run vpg-cartpole baseline=linear": Run(ran(seed=0, baseline="linear")),
+    "stagerl run a3c-cartpole --ray-workers 2": OnRay(on_two_workers),
     "make run": Make(".venv/bin/stagerl run dqn-cartpole", variables=("STEPS=300",),
                      tiny=".venv/bin/stagerl run dqn-cartpole --steps 300",
                      check=ran(seed=0)),
@@ -194,6 +197,8 @@ COMMANDS = {
         Skip(TIMING, scripts_exist),
     "python benchmarks/multi_agent.py": Skip(TIMING, scripts_exist),
     "python benchmarks/envpool.py": Skip(TIMING, scripts_exist),
+    "python benchmarks/scaling.py": Skip(TIMING, scripts_exist),
+    "python benchmarks/scaling.py --section waits --quick": Skip(TIMING, scripts_exist),
     "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
         Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
     "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "

@@ -191,3 +191,15 @@ def test_the_command_line_sets_the_baseline_and_refuses_an_unknown_one(tmp_path,
         "stagerl run: error: vpg-cartpole: baseline must be 'zero' or 'network' or 'linear', "
         "got baseline='linaer'"]
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_vpg_with_the_linear_baseline_reaches_475_in_the_steps_vpg_needs_with_its_network(seed):
+    import stagerl.experiments as experiments
+
+    # vpg-cartpole's budget, 150k steps, is what VPG with its value network needs
+    # (test_vpg.py::test_vpg_cartpole_reaches_475)
+    summary = experiments.train("vpg-cartpole", seed=seed, device="cpu", progress=False,
+                                baseline="linear")
+    assert summary["config"]["steps"] == 150_000 and summary["eval_return_mean"] >= 475

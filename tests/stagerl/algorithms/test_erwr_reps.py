@@ -200,3 +200,12 @@ def test_bad_settings_and_agents_are_refused():
         ERWRConfig(max_opt_iter=0)
     with pytest.raises(TypeError, match="make_reps_agent needs a REPSConfig, got ERWRConfig"):
         make_reps_agent(tiny_env(), ERWRConfig())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("name", ["erwr-cartpole", "reps-cartpole"])
+def test_erwr_and_reps_cartpole_reach_475_within_their_budgets(name, seed):
+    # the budgets: erwr-cartpole 500k steps, reps-cartpole 200k (their own `steps`)
+    summary = experiments.train(name, seed=seed, device="cpu", progress=False)
+    assert summary["eval_return_mean"] >= 475

@@ -344,3 +344,27 @@ def test_gradients_from_a_policy_that_cannot_send_them_are_refused_by_name():
     with learner, pytest.raises(Exception, match="PPOPolicy cannot send gradients to a learner"):
         learner.train(64)
     assert isinstance(Batches([]), list) and Gradients(None, None).batch is None
+
+
+def test_the_plans_docs_show_are_the_plans_the_learner_runs():
+    """docs/distributed.md shows replay_plan, on_policy_plan and a3c_plan as code: the same
+    statements as stagerl.distributed.plans' (docstrings and annotations apart)."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from stagerl.distributed import plans
+
+    def body(function: ast.FunctionDef) -> list[str]:
+        statements = function.body
+        if isinstance(statements[0], ast.Expr) and isinstance(statements[0].value, ast.Constant):
+            statements = statements[1:]  # the docstring
+        return [ast.dump(s) for s in statements]
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "distributed.md").read_text()
+    shown = {node.name: node for block in re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+             if not block.startswith(">>>") for node in ast.parse(block).body
+             if isinstance(node, ast.FunctionDef)}
+    for name in ("replay_plan", "on_policy_plan", "a3c_plan"):
+        library = ast.parse(inspect.getsource(getattr(plans, name))).body[0]
+        assert body(shown[name]) == body(library), name

@@ -107,3 +107,12 @@ def test_a3c_applies_gradients_of_the_weights_their_worker_held_and_learns(local
     assert all(s <= 1 for *_, s in applied)  # the rule: staler ones were dropped
     assert figures["gradients"]["staleness_max"] > 1 or figures["gradients"]["dropped"] == 0
     assert np.mean(returns) >= 100  # random play: ~22
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a3c_cartpole_with_two_workers_reaches_475(local_ray, seed):
+    with learner_for("a3c-cartpole", seed=seed, device="cpu", workers=2) as learner:
+        learner.train(100_000)
+        returns = rl.evaluate(learner.agent, rl.GymEnv("CartPole-v1", seed=seed + 10_000), 20)
+    assert np.mean(returns) >= 475

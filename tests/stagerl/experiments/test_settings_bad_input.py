@@ -131,6 +131,16 @@ ENV = {**os.environ, "CI": "1"}
     ("tabular-q-random-walk", "decay_fraction=inf", "decay_fraction must be in [0, 1]"),
     ("tabular-q-random-walk", "lr=inf", "lr must be in (0, 1], got lr=inf"),
     ("trpo-cartpole", "cg_damping=nan", "cg_damping must be a finite number >= 0"),
+    ("erwr-cartpole", "baseline=linaer", "erwr-cartpole: baseline must be 'zero' or 'network' "
+                                         "or 'linear', got baseline='linaer'"),
+    ("erwr-cartpole", "baseline_reg_coeff=-inf", "baseline_reg_coeff must be a finite number"),
+    ("reps-cartpole", "epsilon=0", "reps-cartpole: epsilon must be a finite number > 0, got "
+                                   "epsilon=0.0"),
+    ("reps-cartpole", "max_opt_iter=0", "max_opt_iter must be an int >= 1, got max_opt_iter=0"),
+    ("a3c-cartpole", "stale_gradients=late", "a3c-cartpole: stale_gradients must be 'drop' or "
+                                             "'scale', got stale_gradients='late'"),
+    ("a3c-cartpole", "gradient_staleness=-1", "a3c-cartpole: gradient_staleness must be an int "
+                                              ">= 0, got gradient_staleness=-1"),
 ])
 def test_the_command_refuses_them_in_one_line(tmp_path, name, pair, message):
     result = subprocess.run([sys.executable, "-m", "stagerl", "run", name, pair, "--logdir",
