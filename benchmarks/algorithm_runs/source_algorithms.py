@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import time
 
-import stagerl.experiments as experiments
 from common import print_table
+
+import stagerl.experiments as experiments
 
 #: part -> (label, experiment, steps, Ray workers or None, hyper-parameters)
 RUNS = {
