@@ -112,8 +112,9 @@ def test_a3c_applies_gradients_of_the_weights_their_worker_held_and_learns(local
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a3c_cartpole_with_two_workers_reaches_475(local_ray, seed):
+    # a3c-cartpole's budget: 500k steps, a2c-cartpole's (asynchronous: a seed's runs differ)
     with learner_for("a3c-cartpole", seed=seed, device="cpu", workers=2) as learner:
-        learner.train(100_000)
+        learner.train(500_000)
         returns = rl.evaluate(learner.agent, rl.GymEnv("CartPole-v1", seed=seed + 10_000), 20)
     assert np.mean(returns) >= 475
 
