@@ -213,7 +213,8 @@ class ApplyGradients(Operator):
     Args:
         learner: the learner.
         max_staleness: the staleness a gradient may have (``"drop"``; default: the number of
-            workers less one, what the others' gradients can add while one computes).
+            workers less one, what the others' gradients add while one computes if all take as
+            long).
         stale: ``"drop"`` or ``"scale"``.
     """
 

@@ -8,8 +8,9 @@ next request (RLlib's A3C plan: ``AsyncGradients``, then ``ApplyGradients``; see
 :func:`stagerl.distributed.plans.a3c_plan`).
 
 A gradient is *stale* by the versions the weights moved on between the request it was computed
-for and its application (with ``W`` workers, up to ``W - 1`` while every worker has one request
-pending). ``stale_gradients`` says what happens to it:
+for and its application: the other workers' gradients applied meanwhile (``W - 1`` with ``W``
+workers that all take as long, more while one is slower). ``stale_gradients`` says what
+happens to it:
 
 * ``"drop"``: applied as it is while its staleness is at most ``gradient_staleness``, dropped
   (its env steps counted, nothing learned) beyond;
