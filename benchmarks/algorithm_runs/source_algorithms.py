@@ -1,6 +1,6 @@
 """rllab's and RLlib's remaining algorithms on CartPole-v1: ERWR, REPS, VPG with rllab's linear
 feature baseline against VPG with its value network, A3C on 2 Ray workers, and DQN on 2 Ray
-workers against DQN in one process.
+workers (its default plan, and bulk-synchronous rounds) against DQN in one process.
 
 Each row is a named experiment trained for its budget (its ``steps``, or the one the docs
 state) and evaluated on 20 deterministic episodes of a separate env; the table shows each
@@ -30,9 +30,31 @@ RUNS = {
     "a3c": ("A3C, 2 Ray workers (a3c-cartpole)", "a3c-cartpole", 100_000, 2, {}),
     "dqn": ("DQN, one process (dqn-cartpole)", "dqn-cartpole", 50_000, None, {}),
     "dqn-ray": ("DQN, 2 Ray workers (dqn-cartpole)", "dqn-cartpole", 50_000, 2, {}),
+    "dqn-ray-rounds": ("DQN, 2 Ray workers, bulk-synchronous rounds", "dqn-cartpole", 50_000,
+                       2, {}),
 }
 PARTS = tuple(RUNS)
 QUICK_STEPS = 4_000
+
+
+def replay_plan_in_rounds(learner):
+    """docs/distributed.md's DQN plan whose workers act in bulk-synchronous rounds with the
+    current weights (with ``steps_per_batch=128``: each worker half a ``train_freq``)."""
+    from stagerl.distributed import (
+        Concurrently,
+        ParallelRollouts,
+        Replay,
+        StoreToReplayBuffer,
+        TrainOneStep,
+        UpdateTargetNetwork,
+    )
+
+    store = (ParallelRollouts(learner, mode="bulk_sync")
+             .for_each(StoreToReplayBuffer(learner))
+             .for_each(UpdateTargetNetwork(learner)))
+    train = Replay(learner).for_each(TrainOneStep(learner))
+    return Concurrently([store, train], mode="round_robin", output_indexes=[1],
+                        round_robin_weights=[1, "*"])
 
 
 def one(part: str, seed: int, quick: bool) -> tuple[float, float]:
@@ -45,11 +67,15 @@ def one(part: str, seed: int, quick: bool) -> tuple[float, float]:
     else:
         import ray
 
+        from stagerl.experiments.distributed import train
+
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        rounds = {"plan": replay_plan_in_rounds, "steps_per_batch": 128} \
+            if part == "dqn-ray-rounds" else {}
         try:
-            summary = experiments.train(name, steps=QUICK_STEPS if quick else steps, seed=seed,
-                                        device="cpu", progress=False, ray_workers=workers,
-                                        **overrides)
+            summary = train(name, experiments.configure(name, **overrides),
+                            QUICK_STEPS if quick else steps, seed, workers, device="cpu",
+                            **rounds)
         finally:
             ray.shutdown()
     return summary["eval_return_mean"], time.perf_counter() - start

@@ -81,6 +81,10 @@ def lbfgs_minimise(optimiser: torch.optim.LBFGS, loss_of: Any) -> float:
     emptied first: each problem starts afresh); returns the loss it ends at."""
     optimiser.state.clear()
     params = [p for group in optimiser.param_groups for p in group["params"]]
+    if not hasattr(optimiser, "_params"):
+        # torch's Optimizer pickles its param_groups and state only, and L-BFGS's own step
+        # reads two attributes its __init__ sets: a copied or resumed one gets them back here
+        optimiser._params, optimiser._numel_cache = params, None
 
     def closure() -> torch.Tensor:
         for p in params:

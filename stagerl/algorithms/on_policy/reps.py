@@ -248,6 +248,20 @@ class REPSPolicy(OnPolicy):
     def fit_critic(self, batch: dict) -> None:
         pass  # REPS's values are its dual's and its baseline's (the critic is not used)
 
+    def state_dict(self) -> dict[str, Any]:
+        """The on-policy state and the dual's last solution (the next update starts there, so
+        a resumed run goes on as the run that was never stopped)."""
+        state = super().state_dict()
+        state["dual"] = {"eta": self.eta,
+                         "v": None if self.dual_v is None else self.dual_v.copy()}
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        dual = state["dual"]
+        self.eta = float(dual["eta"])
+        self.dual_v = None if dual["v"] is None else np.array(dual["v"], dtype=np.float64)
+
 
 def make_reps_agent(env: Any, config: REPSConfig | None = None, seed: int = 0,
                     device: Any = "auto") -> Agent:

@@ -209,3 +209,30 @@ def test_erwr_and_reps_cartpole_reach_475_within_their_budgets(name, seed):
     # the budgets: erwr-cartpole 500k steps, reps-cartpole 200k (their own `steps`)
     summary = experiments.train(name, seed=seed, device="cpu", progress=False)
     assert summary["eval_return_mean"] >= 475
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+@pytest.mark.parametrize("make, config", [
+    (make_erwr_agent, ERWRConfig(episodes_per_update=4, max_opt_iter=3)),
+    (make_reps_agent, REPSConfig(episodes_per_update=4, max_opt_iter=3))])
+def test_a_copy_mid_run_continues_exactly_as_the_original(make, config, how):
+    """torch pickles an optimiser's param groups and state only; L-BFGS's step needs two more
+    attributes, which the copy gets back at its first update. REPS's dual solution (the next
+    update's start) goes with the policy's state."""
+    import copy
+    import pickle
+
+    clone = {"pickle": lambda x: pickle.loads(pickle.dumps(x)), "deepcopy": copy.deepcopy}[how]
+    env = rl.GymVectorEnv("CartPole-v1", num_envs=2, seed=0)
+    agent = make(env, config, seed=0, device="cpu")
+    rl.run(agent, env, rl.StopAfterNSteps(300, progress=False))
+    assert agent.policy.n_updates >= 1
+    copied_agent, copied_env = clone((agent, env))
+    if make is make_reps_agent:
+        assert copied_agent.state_dict()["dual"]["eta"] == agent.policy.eta != 15.0
+    for a, e in ((agent, env), (copied_agent, copied_env)):
+        rl.run(a, e, rl.StopAfterNSteps(300, progress=False))
+    assert copied_agent.policy.n_updates == agent.policy.n_updates >= 2
+    for key, value in agent.policy.model.state_dict().items():
+        assert torch.equal(value, copied_agent.policy.model.state_dict()[key]), key
+    assert copied_agent.policy.stats == agent.policy.stats
