@@ -191,6 +191,8 @@ COMMANDS = {
     "python benchmarks/algorithms.py": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only dqn": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only on_policy": Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/algorithms.py --only source_algorithms": Skip(LONG_BENCHMARK,
+                                                                  scripts_exist),
     "flock /tmp/stagerl-timing.lock python benchmarks/algorithms.py --only "
     "off_policy_continuous": Skip(LONG_BENCHMARK, scripts_exist),
     "flock /tmp/stagerl-timing.lock .venv/bin/python benchmarks/checkpoints.py":
