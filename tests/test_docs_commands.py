@@ -44,7 +44,7 @@ from docs_commands import (
 #: The run length each experiment's commands are cut to.
 STEPS = {"dqn-cartpole": "300", "ppo-cartpole": "512", "sac-pendulum": "300",
          "dqn-atari": "300", "ppo-atari": "256", "sac-halfcheetah": "300", "ppo-hopper": "512",
-         "td3-hopper": "300"}
+         "td3-hopper": "300", "vpg-cartpole": "1000", "a3c-cartpole": "480"}
 INTERRUPTED = "stagerl run dqn-cartpole --logdir runs/a --steps 1000, stopped by Ctrl-C"
 #: docs/distributed.md's Python blocks: on Ray, in the Ray session (PYTHON_HERE).
 DISTRIBUTED = Page(lambda namespace: None, shorter=(("50_000", "600"),),
@@ -190,6 +190,8 @@ COMMANDS = {
                                                                  needs=("mujoco",)),
     "stagerl run td3-hopper env_id=Walker2d-v5 --logdir runs/walker": Run(
         ran(seed=0, env_id="Walker2d-v5"), needs=("mujoco",)),
+    "stagerl run vpg-cartpole baseline=linear": Run(ran(seed=0, baseline="linear")),
+    "stagerl run a3c-cartpole --ray-workers 2": OnRay(on_two_workers),
     "make run": Make(".venv/bin/stagerl run dqn-cartpole", variables=("STEPS=300",),
                      tiny=".venv/bin/stagerl run dqn-cartpole --steps 300",
                      check=ran(seed=0)),
@@ -199,7 +201,11 @@ COMMANDS = {
     "make bench": Skip(TIMING, benchmarks_exist),
     "python benchmarks/algorithms.py": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only dqn": Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/algorithms.py --only dqn:rl-zoo --seeds 0 1 2 3 4 5 6 7 8 9":
+        Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only on_policy": Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/algorithms.py --only source_algorithms": Skip(LONG_BENCHMARK,
+                                                                  scripts_exist),
     "flock /tmp/stagerl-timing.lock python benchmarks/algorithms.py --only "
     "off_policy_continuous": Skip(LONG_BENCHMARK, scripts_exist),
     "flock /tmp/stagerl-timing.lock .venv/bin/python benchmarks/checkpoints.py":
@@ -211,6 +217,8 @@ COMMANDS = {
         Skip(MEMORY, scripts_exist),
     "python benchmarks/atari_memory.py --library sb3 --transitions 1000000 --limit-gb 3":
         Skip(MEMORY, scripts_exist),
+    "python benchmarks/scaling.py": Skip(TIMING, scripts_exist),
+    "python benchmarks/scaling.py --section waits --quick": Skip(TIMING, scripts_exist),
     "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
         Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
     "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "

@@ -1,7 +1,6 @@
-"""On-policy learning: rollout -> postprocess -> update -> clear, shared by VPG, A2C, PPO, TRPO.
+"""On-policy learning: rollout -> postprocess -> update -> clear, shared by the on-policy family.
 
-An :class:`OnPolicy` policy acts with an
-:class:`~stagerl.algorithms.on_policy.networks.ActorCritic`
+An :class:`OnPolicy` policy acts with an :class:`~stagerl.algorithms.on_policy.networks.ActorCritic`
 and records, with every step, the log-probability of its action and the value estimate of its
 state (extra traces of the trajectory that :func:`rollout_trajectory` builds). When the
 trajectory's controller says a rollout is complete, the rollout is read into a time-major grid,
@@ -10,12 +9,8 @@ transitions; then the trajectory is cleared and the sub-envs' episodes go on. A 
 a ``loss`` (and, when the default GAE does not fit, a ``postprocess``); see
 ``docs/algorithms/on_policy.md``.
 
-The rollout's layout, how an episode cut by a time limit or by the rollout's end is
-bootstrapped, and the estimators are in :mod:`stagerl.algorithms.on_policy.rollout`.
-
-:class:`OnPolicyConfig` holds the settings the four algorithms share; on Ray workers an on-policy
-policy sends its actor-critic (and observation statistics) only (the weights functions at the
-end).
+The rollout's layout, its bootstrapping and the estimators: :mod:`.rollout`; what Ray workers
+need of an on-policy policy (its weights, A3C's gradients): :mod:`.workers`.
 """
 
 from __future__ import annotations
@@ -37,8 +32,9 @@ from stagerl.algorithms._checks import (
     settings_name,
 )
 from stagerl.algorithms.extractors import check_extractor_name, input_dtypes
+from stagerl.algorithms.on_policy.baselines import Baseline, ValueNetworkBaseline
 from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd, build_model
-from stagerl.algorithms.on_policy.rollout import add_gae, read_rollout
+from stagerl.algorithms.on_policy.rollout import add_gae, carried_steps, read_rollout
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan, push
 from stagerl.core.env import VectorEnv
@@ -46,7 +42,6 @@ from stagerl.core.policy import Policy, as_rng
 from stagerl.core.stages import PostActStage
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
 from stagerl.policies.agent import Agent, record_step
-from stagerl.policies.weights import get_weights, on_policy, set_weights, weights_on_cpu
 from trajectories.nested import is_nested, tree_map
 
 __all__ = ["OnPolicyConfig", "OnPolicy", "ACTIVATIONS", "build_model_for"]
@@ -128,12 +123,17 @@ class OnPolicy(Policy):
         normalize_states: normalise observations by their running mean and std, updated after
             each rollout's update (a rollout is acted and learned with the same statistics).
         rng: seed or ``np.random.Generator`` for actions and minibatches.
+        normalize_rewards: divide rewards by the running standard deviation of the discounted
+            return (see :class:`OnPolicyConfig`).
+        baseline: what advantages are measured against (a :class:`.baselines.Baseline`;
+            default the critic, :class:`.baselines.ValueNetworkBaseline`); another replaces the
+            recorded values and the bootstrap values with its own.
     """
 
     def __init__(self, model: ActorCritic, optimiser: Any, gamma: float = 0.99,
                  gae_lambda: float = 1.0, max_grad_norm: float | None = None,
                  normalize_states: bool = False, rng: Any = None,
-                 normalize_rewards: bool = False):
+                 normalize_rewards: bool = False, baseline: Baseline | None = None):
         self.model, self.optimiser = model, optimiser
         self.gamma, self.gae_lambda, self.max_grad_norm = gamma, gae_lambda, max_grad_norm
         self.rng = as_rng(rng)
@@ -153,6 +153,14 @@ class OnPolicy(Policy):
         self.env_steps = 0  # transitions learned from (schedules read it)
         self.n_updates = 0
         self.stats: dict[str, float] = {}  # the last update's figures (losses, KL...)
+        self.baseline = ValueNetworkBaseline() if baseline is None else baseline
+        if not isinstance(self.baseline, Baseline):
+            raise TypeError(f"baseline must be a stagerl Baseline (make_baseline(name)), got "
+                            f"{type(self.baseline).__name__}")
+        if space is not None:
+            self.baseline.check_observations(space, type(self).__name__)
+        # Each lane's time step within its running episode at the next rollout's start.
+        self.lane_steps: np.ndarray | None = None
         self._step = None  # (stored action, log_prob, value, state) of the last plan
 
     # -- acting ------------------------------------------------------------------------------------
@@ -215,6 +223,10 @@ class OnPolicy(Policy):
             return 1.0
         return float(np.sqrt(self.reward_rms.var + self.reward_rms.epsilon))
 
+    def state_values(self, states: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """The baseline's values of raw observations at episode time steps ``steps``."""
+        return self.baseline.values(self, states, steps)
+
     # -- learning ----------------------------------------------------------------------------------
     def postprocess(self, rollout: dict) -> dict:
         """Add ``advantage`` and ``return`` (GAE); override for other estimators."""
@@ -246,25 +258,50 @@ class OnPolicy(Policy):
 
     def learn(self, container: Any) -> None:
         """Learn from one complete rollout held by ``container``."""
-        rollout = read_rollout(container, self)
+        batch, rollout = self.read_batch(container)
+        self.update(batch)
+        self.n_updates += 1
+        self.log_stats()
+        if self.state_rms is not None:
+            self.state_rms.update(rollout["state"][rollout["valid"]])
+
+    def read_batch(self, container: Any) -> tuple:
+        """The flat batch of transitions to learn from in the rollout ``container`` holds
+        (torch tensors; see :meth:`learn`) and the rollout itself; counts its env steps and
+        carries each lane's episode step over to the next rollout."""
+        lanes = getattr(container, "n_lanes", None) or 1
+        if self.lane_steps is None or len(self.lane_steps) != lanes:
+            self.lane_steps = np.zeros(lanes, dtype=np.int64)
+        rollout = read_rollout(container, self, self.lane_steps)
         if self.reward_rms is not None:  # clipped to +-10 standard deviations, as SB3
             rollout["reward"] = np.clip(rollout["reward"] / self.reward_scale(), -10.0,
                                         10.0).astype(np.float32)
+        if not self.baseline.recorded:  # the values were the critic's: the baseline's instead
+            valid = rollout["valid"]
+            rollout["value"][valid] = self.state_values(
+                tree_map(lambda v: v[valid], rollout["state"]), rollout["step"][valid])
+        self.lane_steps = carried_steps(rollout, self.lane_steps)
         rollout = self.postprocess(rollout)
         rows = self.select(rollout)
         batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
                  for name, value in rollout.items()
-                 if name != "state" and value.shape[:2] == rows.shape}
+                 if not is_nested(value) and value.shape[:2] == rows.shape
+                 and name not in ("state", "next_state")}
         batch["state"] = self.states_tensor(tree_map(lambda v: v[rows], rollout["state"]))
+        if "next_state" in rollout:  # for a policy that reads_next_state (raw, leaf by leaf)
+            batch["next_state"] = tree_map(lambda v: torch.as_tensor(
+                np.ascontiguousarray(v[rows]), device=self.device), rollout["next_state"])
+        if not self.baseline.recorded:  # the baseline learns from the raw observations
+            batch["raw_state"] = tree_map(lambda v: torch.as_tensor(v[rows]), rollout["state"])
         self.env_steps += int(rollout["valid"].sum())
-        self.update(batch)
-        self.n_updates += 1
+        return batch, rollout
+
+    def log_stats(self) -> None:
+        """Report the last update's figures (``losses/<name>``) and the learning rate."""
         if is_logging_scalars():  # once a rollout, for the loggers the experiment has
             for name, value in self.stats.items():
                 log_scalar(f"losses/{name}", value)
             log_scalar("charts/learning_rate", self.optimiser.param_groups[0]["lr"])
-        if self.state_rms is not None:
-            self.state_rms.update(rollout["state"][rollout["valid"]])
 
     # -- devices and state ------------------------------------------------------------------
     def to(self, device: Any) -> OnPolicy:
@@ -280,7 +317,11 @@ class OnPolicy(Policy):
 
     def state_dict(self) -> dict[str, Any]:
         state = {"model": self.model.state_dict(), "env_steps": self.env_steps,
-                 "n_updates": self.n_updates}
+                 "n_updates": self.n_updates,
+                 "lane_steps": None if self.lane_steps is None else self.lane_steps.copy()}
+        coefficients = getattr(self.baseline, "coefficients", None)
+        if coefficients is not None:
+            state["baseline"] = {"coefficients": coefficients.copy()}
         state.update({name: opt.state_dict() for name, opt in self.optimisers().items()})
         if self.state_rms is not None:
             rms = self.state_rms
@@ -296,6 +337,10 @@ class OnPolicy(Policy):
         for name, opt in self.optimisers().items():
             opt.load_state_dict(state[name])
         self.env_steps, self.n_updates = int(state["env_steps"]), int(state["n_updates"])
+        steps = state.get("lane_steps")
+        self.lane_steps = None if steps is None else np.array(steps, dtype=np.int64)
+        if "baseline" in state and hasattr(self.baseline, "coefficients"):
+            self.baseline.coefficients = np.array(state["baseline"]["coefficients"])
         if self.state_rms is not None:
             rms = state["state_rms"]
             self.state_rms.mean, self.state_rms.var = np.array(rms["mean"]), np.array(rms["var"])
@@ -353,32 +398,3 @@ def _optimise_on_policy(policy: OnPolicy, stage: PostActStage, trajectory):
         policy.learn(container)
         # The next rollout starts at each sub-env's current state; episodes go on.
         trajectory.clear(keep_running_episodes=True)
-
-
-# ---- weights for rollout workers (stagerl.distributed) ------------------------------------
-
-
-@get_weights.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _get_weights_on_policy(policy: OnPolicy):
-    weights = {"model": weights_on_cpu(policy.model.state_dict())}
-    rms = policy.state_rms
-    if rms is not None:
-        weights["state_rms"] = {"mean": rms.mean.copy(), "var": rms.var.copy(),
-                                "count": float(rms.count)}
-    return weights
-
-
-@set_weights.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _set_weights_on_policy(policy: OnPolicy, weights, env_steps, env):
-    with torch.no_grad():
-        policy.model.load_state_dict(weights["model"])
-    rms = weights.get("state_rms")
-    if rms is not None and policy.state_rms is not None:
-        policy.state_rms.mean, policy.state_rms.var = rms["mean"].copy(), rms["var"].copy()
-        policy.state_rms.count = rms["count"]
-    policy.env_steps = int(env_steps)
-
-
-@on_policy.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _on_policy_on_policy(policy: OnPolicy):
-    return True

@@ -42,6 +42,10 @@ SETUPS = {
         "num_envs": 4, "n_steps": 16, "batch_size": 32, "n_epochs": 2}},
     "sac": {"experiment": "sac-pendulum", "steps": 400, "k": 333, "overrides": {
         "net_arch": (32, 32), "buffer_size": 300, "learning_starts": 100, "batch_size": 32}},
+    # PPO with the adaptive KL penalty and no clipping: the coefficient resumes as it was
+    "ppo-kl": {"experiment": "ppo-cartpole", "steps": 1200, "k": 4 * 37, "overrides": {
+        "num_envs": 4, "n_steps": 16, "batch_size": 32, "n_epochs": 2, "kl_coef": 0.2,
+        "kl_target": 0.003, "clip_range": float("inf")}},
     # every other named experiment (the slow tests)
     "sac-vector": {"experiment": "sac-pendulum", "steps": 400, "k": 334, "overrides": {
         "net_arch": (32, 32), "buffer_size": 150, "learning_starts": 100, "batch_size": 32,
