@@ -45,7 +45,7 @@ from docs_commands import (
 STEPS = {"dqn-cartpole": "300", "ppo-cartpole": "512", "sac-pendulum": "300",
          "dqn-atari": "300", "ppo-atari": "256", "sac-halfcheetah": "300", "ppo-hopper": "512",
          "td3-hopper": "300", "dqn-tictactoe": "300", "dqn-tictactoe-selfplay": "300",
-         "ppo-rps": "300"}
+         "ppo-rps": "300", "vpg-cartpole": "1000", "a3c-cartpole": "480"}
 INTERRUPTED = "stagerl run dqn-cartpole --logdir runs/a --steps 1000, stopped by Ctrl-C"
 #: docs/distributed.md's Python blocks: on Ray, in the Ray session (PYTHON_HERE).
 DISTRIBUTED = Page(lambda namespace: None, shorter=(("50_000", "600"),),
@@ -214,6 +214,8 @@ COMMANDS = {
         evaluated(100), after=("stagerl run dqn-tictactoe --logdir runs/ttt",)),
     "stagerl plot runs/ttt": Run(plotted_runs(1),
                                  after=("stagerl run dqn-tictactoe --logdir runs/ttt",)),
+    "stagerl run vpg-cartpole baseline=linear": Run(ran(seed=0, baseline="linear")),
+    "stagerl run a3c-cartpole --ray-workers 2": OnRay(on_two_workers),
     "make run": Make(".venv/bin/stagerl run dqn-cartpole", variables=("STEPS=300",),
                      tiny=".venv/bin/stagerl run dqn-cartpole --steps 300",
                      check=ran(seed=0)),
@@ -226,6 +228,8 @@ COMMANDS = {
     "python benchmarks/algorithms.py --only dqn:rl-zoo --seeds 0 1 2 3 4 5 6 7 8 9":
         Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only on_policy": Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/algorithms.py --only source_algorithms": Skip(LONG_BENCHMARK,
+                                                                  scripts_exist),
     "flock /tmp/stagerl-timing.lock python benchmarks/algorithms.py --only "
     "off_policy_continuous": Skip(LONG_BENCHMARK, scripts_exist),
     "flock /tmp/stagerl-timing.lock .venv/bin/python benchmarks/checkpoints.py":
@@ -243,6 +247,8 @@ COMMANDS = {
     "python benchmarks/limits.py --scale 0.05 --write": Skip(TIMING, limits_names_exist),
     "python benchmarks/multi_agent_learning.py": Skip(GAME_LEARNING, scripts_exist),
     "python benchmarks/recurrent.py": Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/scaling.py": Skip(TIMING, scripts_exist),
+    "python benchmarks/scaling.py --section waits --quick": Skip(TIMING, scripts_exist),
     "pytest -m slow tests/stagerl/algorithms/test_dqn_learning.py":
         Skip("the slow learning tests: full trainings, minutes each", scripts_exist),
     "mkdocs serve": Skip("serves the site until stopped; tests/test_docs.py builds it "

@@ -1,7 +1,9 @@
 """Reinforcement-learning algorithms in three families, each a package:
 
 * :mod:`stagerl.algorithms.dqn`: DQN and its extensions, Rainbow, a recurrent DQN (DRQN);
-* :mod:`stagerl.algorithms.on_policy`: VPG, A2C, PPO, TRPO, recurrent PPO;
+* :mod:`stagerl.algorithms.on_policy`: VPG, A2C, A3C, PPO, TRPO (and NPG), ERWR, REPS,
+  recurrent PPO, and the baselines they measure returns against (zero, the value network,
+  rllab's linear feature baseline);
 * :mod:`stagerl.algorithms.off_policy`: SAC, TD3 (and DDPG).
 
 Each algorithm is a Policy subtype with a hyper-parameter dataclass (Stable-Baselines3's names
@@ -27,7 +29,12 @@ _FAMILIES = {
                   "PPOConfig", "PPOPolicy", "make_ppo_agent",
                   "TRPOConfig", "TRPOPolicy", "make_trpo_agent",
                   "OnPolicy", "rollout_trajectory",
-                  "RecurrentPPOConfig", "RecurrentPPOPolicy", "make_recurrent_ppo_agent"),
+                  "RecurrentPPOConfig", "RecurrentPPOPolicy", "make_recurrent_ppo_agent",
+                  "Baseline", "ZeroBaseline", "ValueNetworkBaseline", "LinearFeatureBaseline",
+                  "make_baseline", "BASELINES",
+                  "ERWRConfig", "ERWRPolicy", "make_erwr_agent",
+                  "REPSConfig", "REPSPolicy", "make_reps_agent",
+                  "A3CConfig", "A3CPolicy", "make_a3c_agent"),
     "off_policy": ("SACConfig", "SACPolicy", "make_sac_agent",
                    "TD3Config", "TD3Policy", "make_td3_agent"),
 }

@@ -65,6 +65,8 @@ class RolloutBatch:
         env_steps: the transitions in the batch (the sum of the fragments' steps).
         episodes: ``(return, length)`` of every episode that ended in the batch.
         seconds: the time the worker took to act the batch.
+        gradients: what ``compute_gradients`` gave on the batch, when it was asked for (A3C;
+            else ``None``).
     """
 
     worker: int
@@ -75,6 +77,7 @@ class RolloutBatch:
     env_steps: int
     episodes: list = field(default_factory=list)
     seconds: float = 0.0
+    gradients: Any = None
 
     @property
     def key(self) -> tuple:

@@ -141,10 +141,11 @@ class WorkerPool:
             make_env, make_agent, slot, self.seed, self.incarnations[slot], make_hook)
 
     def submit(self, slot: int, steps: int, weights: Any = None, env_steps: int = 0,
-               version: int = 0) -> Any:
-        """Ask worker ``slot`` for ``steps`` env steps; ``weights`` (a Ray reference or
-        ``None``) are loaded first."""
-        ref = self.actors[slot].sample.remote(steps, weights, env_steps, version)
+               version: int = 0, gradients: bool = False) -> Any:
+        """Ask worker ``slot`` for ``steps`` env steps (and, with ``gradients``, the gradients
+        of its policy's loss on them); ``weights`` (a Ray reference or ``None``) are loaded
+        first."""
+        ref = self.actors[slot].sample.remote(steps, weights, env_steps, version, gradients)
         self._slot_of[ref] = (slot, self.incarnations[slot])
         return ref
 
@@ -251,5 +252,5 @@ class _RemoteWorker:
     def ready(self):
         return self.worker.n_lanes
 
-    def sample(self, steps, weights, env_steps, version):
-        return self.worker.sample(steps, weights, env_steps, version)
+    def sample(self, steps, weights, env_steps, version, gradients=False):
+        return self.worker.sample(steps, weights, env_steps, version, gradients)

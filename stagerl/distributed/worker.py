@@ -31,7 +31,7 @@ from stagerl.core.hooks import EmptyHook
 from stagerl.core.hooks_base import Hook
 from stagerl.core.run import run
 from stagerl.distributed.batches import FragmentReader, RecordOnly, RolloutBatch
-from stagerl.distributed.protocol import set_weights
+from stagerl.distributed.protocol import compute_gradients, set_weights
 from stagerl.policies.agent import Agent
 from trajectories import Trajectory
 
@@ -192,6 +192,7 @@ class RolloutWorker:
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
         self._acts, self._target, self._sequence = 0, 0, 0
+        self._gradients = False  # the current request asks for gradients
         self.version, self._started = -1, 0.0
 
     def _checked(self, agent: Any) -> Agent:
@@ -219,13 +220,15 @@ class RolloutWorker:
         return max(1, -(-int(steps) // self.n_lanes))
 
     def sample(self, steps: int, weights: Any = None, env_steps: int = 0,
-               version: int = 0) -> RolloutBatch:
+               version: int = 0, gradients: bool = False) -> RolloutBatch:
         """Act ``steps`` env steps (rounded up to whole acts of a vector env) and return them.
 
         ``weights`` (from ``get_weights`` on the learner, or None to keep the current ones)
         are loaded first with ``set_weights(policy, weights, env_steps, env)``; ``version``
-        tags the batch. Raises :class:`RolloutWorkerError` when the env or the policy raised
-        (then and ever after: the worker's loop has ended).
+        tags the batch (the weights the worker holds). With ``gradients`` the batch also
+        carries ``compute_gradients(policy, trajectory)`` on its steps (A3C). Raises
+        :class:`RolloutWorkerError` when the env or the policy raised (then and ever after: the
+        worker's loop has ended).
         """
         if self._failure is not None:
             raise self._failure
@@ -238,7 +241,7 @@ class RolloutWorker:
                 f"rollout worker {self.worker}: a batch of {acts} acts needs lanes of "
                 f"{2 * acts + 1} rows, the agent's trajectory holds {self.lane_capacity} per "
                 f"lane; ask for fewer steps per batch or give the trajectory more capacity")
-        request = (acts, weights, int(env_steps), int(version))
+        request = (acts, weights, int(env_steps), int(version), bool(gradients))
         if self._thread is None:
             self._take(request)
             self._thread = threading.Thread(target=self._loop, daemon=True,
@@ -262,7 +265,7 @@ class RolloutWorker:
     # ---- inside the loop's thread -------------------------------------------------------------
 
     def _take(self, request: tuple) -> None:
-        acts, weights, env_steps, version = request
+        acts, weights, env_steps, version, self._gradients = request
         if weights is not None:
             set_weights(self.agent.policy, weights, env_steps, self.env)
         self.version = version
@@ -271,13 +274,15 @@ class RolloutWorker:
 
     def _ship(self) -> RolloutBatch:
         trajectory = self.agent.trajectory
+        gradients = compute_gradients(self.agent.policy, trajectory) if self._gradients \
+            else None
         fragments = self._reader.read(trajectory, self.env)
         trajectory.container.clear()
         self._reader.restart(trajectory, self.env)
         episodes, self._episodes.finished = self._episodes.finished, []
         batch = RolloutBatch(self.worker, self.incarnation, self._sequence, self.version,
                              fragments, sum(f.n_steps for f in fragments), episodes,
-                             time.perf_counter() - self._started)
+                             time.perf_counter() - self._started, gradients)
         self._sequence += 1
         return batch
 

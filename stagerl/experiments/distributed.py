@@ -72,14 +72,17 @@ def learner_for(experiment: str | NamedExperiment, config: Any = None, seed: int
                 device: Any = "auto", workers: int = 2, address: str | None = None, *,
                 steps_per_batch: int | None = None, in_flight: int | None = None,
                 cpus_per_worker: float = 1.0, make_hook: Any = None,
-                callback: Any = None, max_staleness: int | None = None) -> Learner:
+                callback: Any = None, max_staleness: int | None = None,
+                plan: Any = None) -> Learner:
     """A :class:`~stagerl.distributed.Learner` for a named experiment with ``workers`` Ray
     workers.
 
     ``config`` is the experiment's configuration (default: its own defaults); the central agent
-    is built on ``device`` with ``seed``, worker ``i`` from ``worker_seed(seed, i)``. Bad input
-    is refused before any worker starts: unpicklable factories (``TypeError``), an unreachable
-    ``address`` (``ConnectionError``), more workers than CPUs (``ValueError``).
+    is built on ``device`` with ``seed``, worker ``i`` from ``worker_seed(seed, i)``. The
+    learner runs the execution plan of the experiment's policy (``plan``: another, see
+    :mod:`stagerl.distributed.plans`). Bad input is refused before any worker starts:
+    unpicklable factories (``TypeError``), an unreachable ``address`` (``ConnectionError``),
+    more workers than CPUs (``ValueError``); a plan that cannot work when it is built.
     """
     import torch
 
@@ -101,7 +104,7 @@ def learner_for(experiment: str | NamedExperiment, config: Any = None, seed: int
                       workers, seed, address, make_hook, cpus_per_worker)
     try:
         return Learner(agent, pool, lanes.lanes_per_worker, steps_per_batch, in_flight,
-                       callback, max_staleness)
+                       callback, max_staleness, plan)
     except BaseException:
         pool.shutdown()
         raise
@@ -125,7 +128,7 @@ def train(experiment: str | NamedExperiment, config: Any, steps: int | None, see
             ``Evaluate``, ...). They see the workers' episodes as they end, replayed by
             :class:`~stagerl.distributed.EpisodeReplay`, and the central agent as the policy.
         options: passed to :func:`learner_for` (``steps_per_batch``, ``in_flight``,
-            ``max_staleness``, ``cpus_per_worker``, ``make_hook``, ``callback``).
+            ``max_staleness``, ``cpus_per_worker``, ``make_hook``, ``callback``, ``plan``).
 
     Returns:
         The summary: ``seed``, ``device``, ``env_steps``, ``wall_seconds`` (training, without

@@ -21,6 +21,7 @@ from stagerl.algorithms.torch_state import denormals_flushed
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise
 from stagerl.core.stages import PostActStage
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
+from stagerl.policies.training_steps import learn_on_batch, update_target
 from trajectories.nested import tree_map
 
 __all__ = ["learn_burst", "td_target", "dqn_update", "clip_grad_norm", "project_distribution"]
@@ -30,12 +31,24 @@ __all__ = ["learn_burst", "td_target", "dqn_update", "clip_grad_norm", "project_
 def _optimise_dqn(policy: DQNPolicy, stage: PostActStage, trajectory):
     policy.update_target_if_due()
     for burst in trajectory:  # the controller allows one burst per train_freq transitions
-        with denormals_flushed(policy.device):
-            learn_burst(policy, burst, trajectory)
-        if is_logging_scalars():  # once a burst, for the loggers the experiment has
-            log_scalar("losses/td_loss", policy.loss)
-            explorer = policy.explorer
-            log_scalar("charts/epsilon", explorer.epsilon_at(explorer.step))
+        _learn_on_burst(policy, burst, trajectory)
+
+
+# The same two steps for execution plans on Ray workers (UpdateTargetNetwork; Replay, then
+# TrainOneStep): see stagerl.distributed.plans.
+@update_target.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _update_target_dqn(policy: DQNPolicy):
+    policy.update_target_if_due()
+
+
+@learn_on_batch.dispatch(precedence=DEFAULT_PRECEDENCE)
+def _learn_on_burst(policy: DQNPolicy, burst, trajectory):
+    with denormals_flushed(policy.device):
+        learn_burst(policy, burst, trajectory)
+    if is_logging_scalars():  # once a burst, for the loggers the experiment has
+        log_scalar("losses/td_loss", policy.loss)
+        explorer = policy.explorer
+        log_scalar("charts/epsilon", explorer.epsilon_at(explorer.step))
 
 
 def learn_burst(policy: DQNPolicy, burst: Burst, trajectory: Any) -> None:

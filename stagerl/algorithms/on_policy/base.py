@@ -1,7 +1,6 @@
-"""On-policy learning: rollout -> postprocess -> update -> clear, shared by VPG, A2C, PPO, TRPO.
+"""On-policy learning: rollout -> postprocess -> update -> clear, shared by the on-policy family.
 
-An :class:`OnPolicy` policy acts with an
-:class:`~stagerl.algorithms.on_policy.networks.ActorCritic`
+An :class:`OnPolicy` policy acts with an :class:`~stagerl.algorithms.on_policy.networks.ActorCritic`
 and records, with every step, the log-probability of its action and the value estimate of its
 state (extra traces of the trajectory that :func:`rollout_trajectory` builds). When the
 trajectory's controller says a rollout is complete, the rollout is read into a time-major grid,
@@ -10,12 +9,9 @@ transitions; then the trajectory is cleared and the sub-envs' episodes go on. A 
 a ``loss`` (and, when the default GAE does not fit, a ``postprocess``); see
 ``docs/algorithms/on_policy.md``.
 
-The rollout's layout, how an episode cut by a time limit or by the rollout's end is
-bootstrapped, and the estimators are in :mod:`stagerl.algorithms.on_policy.rollout`.
-
-:class:`OnPolicyConfig` holds the settings the four algorithms share; on Ray workers an on-policy
-policy sends its actor-critic (and observation statistics) only (the weights functions at the
-end).
+The rollout's layout, its bootstrapping and the estimators: :mod:`.rollout`; what the loop's
+stages do for an on-policy policy (plan, record, learn) and ``compute_actions``: :mod:`.stages`;
+what Ray workers need of it (its weights, A3C's gradients): :mod:`.workers`.
 """
 
 from __future__ import annotations
@@ -36,25 +32,14 @@ from stagerl.algorithms._checks import (
     check_numbers,
     settings_name,
 )
-from stagerl.algorithms.extractors import check_extractor_name, input_dtypes, observation_spec
+from stagerl.algorithms.extractors import check_extractor_name, input_dtypes
+from stagerl.algorithms.on_policy.baselines import Baseline, ValueNetworkBaseline
 from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd, build_model
-from stagerl.algorithms.on_policy.rollout import add_gae, read_rollout
+from stagerl.algorithms.on_policy.rollout import add_gae, carried_steps, read_rollout
 from stagerl.algorithms.torch_state import move_fused_adam_steps
-from stagerl.core.actions import (
-    _compute_actions,
-    acting_as,
-    as_batch_of_spec,
-    no_state,
-    one_or_batch,
-)
-from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise, plan, push
 from stagerl.core.env import VectorEnv
-from stagerl.core.fallbacks import refuse_observations
 from stagerl.core.policy import Policy, as_rng
-from stagerl.core.stages import PostActStage
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
-from stagerl.policies.agent import Agent, record_step
-from stagerl.policies.weights import get_weights, on_policy, set_weights, weights_on_cpu
 from trajectories.nested import is_nested, tree_map
 
 __all__ = ["OnPolicyConfig", "OnPolicy", "ACTIVATIONS", "build_model_for"]
@@ -140,12 +125,17 @@ class OnPolicy(Policy):
         normalize_states: normalise observations by their running mean and std, updated after
             each rollout's update (a rollout is acted and learned with the same statistics).
         rng: seed or ``np.random.Generator`` for actions and minibatches.
+        normalize_rewards: divide rewards by the running standard deviation of the discounted
+            return (see :class:`OnPolicyConfig`).
+        baseline: what advantages are measured against (a :class:`.baselines.Baseline`;
+            default the critic, :class:`.baselines.ValueNetworkBaseline`); another replaces the
+            recorded values and the bootstrap values with its own.
     """
 
     def __init__(self, model: ActorCritic, optimiser: Any, gamma: float = 0.99,
                  gae_lambda: float = 1.0, max_grad_norm: float | None = None,
                  normalize_states: bool = False, rng: Any = None,
-                 normalize_rewards: bool = False):
+                 normalize_rewards: bool = False, baseline: Baseline | None = None):
         self.model, self.optimiser = model, optimiser
         self.gamma, self.gae_lambda, self.max_grad_norm = gamma, gae_lambda, max_grad_norm
         self.rng = as_rng(rng)
@@ -165,6 +155,14 @@ class OnPolicy(Policy):
         self.env_steps = 0  # transitions learned from (schedules read it)
         self.n_updates = 0
         self.stats: dict[str, float] = {}  # the last update's figures (losses, KL...)
+        self.baseline = ValueNetworkBaseline() if baseline is None else baseline
+        if not isinstance(self.baseline, Baseline):
+            raise TypeError(f"baseline must be a stagerl Baseline (make_baseline(name)), got "
+                            f"{type(self.baseline).__name__}")
+        if space is not None:
+            self.baseline.check_observations(space, type(self).__name__)
+        # Each lane's time step within its running episode at the next rollout's start.
+        self.lane_steps: np.ndarray | None = None
         self.masked = False  # act among env.legal_actions_mask (set by an algorithm that learns so)
         # lane -> (action, stored action, log_prob, value, state) of the lane's last plan
         self._steps: dict[int, tuple] = {}
@@ -236,6 +234,10 @@ class OnPolicy(Policy):
             return 1.0
         return float(np.sqrt(self.reward_rms.var + self.reward_rms.epsilon))
 
+    def state_values(self, states: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """The baseline's values of raw observations at episode time steps ``steps``."""
+        return self.baseline.values(self, states, steps)
+
     # -- learning ----------------------------------------------------------------------------------
     def postprocess(self, rollout: dict) -> dict:
         """Add ``advantage`` and ``return`` (GAE); override for other estimators."""
@@ -267,37 +269,64 @@ class OnPolicy(Policy):
 
     def learn(self, container: Any) -> None:
         """Learn from one complete rollout held by ``container``."""
-        rollout = read_rollout(container, self)
+        batch, rollout = self.read_batch(container)
+        self.update(batch)
+        self.n_updates += 1
+        self.log_stats()
+        if self.state_rms is not None:
+            self.state_rms.update(rollout["state"][rollout["valid"]])
+
+    def read_batch(self, container: Any) -> tuple:
+        """The flat batch of transitions to learn from in the rollout ``container`` holds
+        (torch tensors; see :meth:`learn`) and the rollout itself; counts its env steps and
+        carries each lane's episode step over to the next rollout."""
+        lanes = getattr(container, "n_lanes", None) or 1
+        if self.lane_steps is None or len(self.lane_steps) != lanes:
+            self.lane_steps = np.zeros(lanes, dtype=np.int64)
+        rollout = read_rollout(container, self, self.lane_steps)
         if self.reward_rms is not None:  # clipped to +-10 standard deviations, as SB3
             rollout["reward"] = np.clip(rollout["reward"] / self.reward_scale(), -10.0,
                                         10.0).astype(np.float32)
+        if not self.baseline.recorded:  # the values were the critic's: the baseline's instead
+            valid = rollout["valid"]
+            rollout["value"][valid] = self.state_values(
+                tree_map(lambda v: v[valid], rollout["state"]), rollout["step"][valid])
+        self.lane_steps = carried_steps(rollout, self.lane_steps)
         rollout = self.postprocess(rollout)
+        batch = self.batch_of(rollout)
         self.env_steps += int(rollout["valid"].sum())
-        self.update(self.batch_of(rollout))
-        self.n_updates += 1
+        return batch, rollout
+
+    def batch_of(self, rollout: dict) -> dict:
+        """What ``update`` learns from: the flat batch of the rollout's selected transitions
+        (torch tensors on the policy's device, observations normalised; a baseline other than
+        the critic also gets the raw observations)."""
+        rows = self.select(rollout)
+        batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
+                 for name, value in rollout.items()
+                 if not is_nested(value) and value.shape[:2] == rows.shape
+                 and name not in ("state", "next_state")}
+        batch["state"] = self.states_tensor(tree_map(lambda v: v[rows], rollout["state"]))
+        if "next_state" in rollout:  # for a policy that reads_next_state (raw, leaf by leaf)
+            batch["next_state"] = tree_map(lambda v: torch.as_tensor(
+                np.ascontiguousarray(v[rows]), device=self.device), rollout["next_state"])
+        if not self.baseline.recorded:  # the baseline learns from the raw observations
+            batch["raw_state"] = tree_map(lambda v: torch.as_tensor(v[rows]), rollout["state"])
+        return batch
+
+    def bootstrap_values(self, container: Any, rows: np.ndarray,
+                         steps: np.ndarray) -> np.ndarray:
+        """The baseline's values (the critic's by default) of the next states of ``rows``, at
+        the episode time steps ``steps`` (where a chain ends without a terminal step: a
+        truncation, or the rollout's end)."""
+        return self.state_values(container.take("next_state", rows), steps)
+
+    def log_stats(self) -> None:
+        """Report the last update's figures (``losses/<name>``) and the learning rate."""
         if is_logging_scalars():  # once a rollout, for the loggers the experiment has
             for name, value in self.stats.items():
                 log_scalar(f"losses/{name}", value)
             log_scalar("charts/learning_rate", self.optimiser.param_groups[0]["lr"])
-        if self.state_rms is not None:
-            self.state_rms.update(rollout["state"][rollout["valid"]])
-
-    def batch_of(self, rollout: dict) -> dict:
-        """What ``update`` learns from: the flat batch of the rollout's selected transitions
-        (torch tensors on the policy's device, observations normalised)."""
-        rows = self.select(rollout)
-        batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
-                 for name, value in rollout.items()
-                 if name != "state" and value.shape[:2] == rows.shape}
-        batch["state"] = self.states_tensor(tree_map(lambda v: v[rows], rollout["state"]))
-        return batch
-
-    def bootstrap_values(self, container: Any, rows: np.ndarray) -> np.ndarray:
-        """The critic's values of the next states of ``rows`` (where a chain ends without a
-        terminal step: a truncation, or the rollout's end)."""
-        next_states = self.states_tensor(container.take("next_state", rows))
-        with torch.no_grad():
-            return self.model.value(next_states).cpu().numpy()
 
     # -- devices and state ------------------------------------------------------------------
     def to(self, device: Any) -> OnPolicy:
@@ -313,7 +342,11 @@ class OnPolicy(Policy):
 
     def state_dict(self) -> dict[str, Any]:
         state = {"model": self.model.state_dict(), "env_steps": self.env_steps,
-                 "n_updates": self.n_updates}
+                 "n_updates": self.n_updates,
+                 "lane_steps": None if self.lane_steps is None else self.lane_steps.copy()}
+        coefficients = getattr(self.baseline, "coefficients", None)
+        if coefficients is not None:
+            state["baseline"] = {"coefficients": coefficients.copy()}
         state.update({name: opt.state_dict() for name, opt in self.optimisers().items()})
         if self.state_rms is not None:
             rms = self.state_rms
@@ -337,6 +370,10 @@ class OnPolicy(Policy):
         for name, opt in self.optimisers().items():
             opt.load_state_dict(state[name])
         self.env_steps, self.n_updates = int(state["env_steps"]), int(state["n_updates"])
+        steps = state.get("lane_steps")
+        self.lane_steps = None if steps is None else np.array(steps, dtype=np.int64)
+        if "baseline" in state and hasattr(self.baseline, "coefficients"):
+            self.baseline.coefficients = np.array(state["baseline"]["coefficients"])
         if self.state_rms is not None:
             rms = state["state_rms"]
             self.state_rms.mean, self.state_rms.var = np.array(rms["mean"]), np.array(rms["var"])
@@ -347,112 +384,3 @@ class OnPolicy(Policy):
             self.reward_rms.count = float(rms["count"])
             returns = rms["running_returns"]
             self.running_returns = None if returns is None else np.array(returns)
-
-
-@plan.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _plan_on_policy(policy: OnPolicy, env):
-    vector = isinstance(env, VectorEnv)  # a batch of states, or one
-    state = env.state
-    mask = None
-    if policy.masked:
-        mask = np.asarray(env.legal_actions_mask, dtype=bool)
-        mask = mask if vector else mask[None]
-    if policy.action_space is None:
-        policy.action_space = env.single_action_space
-    env_action, stored, log_prob, value = policy.sample(
-        state if vector else tree_map(lambda leaf: np.asarray(leaf)[None], state),
-        env.single_action_space, mask)
-    if not vector:
-        env_action = int(env_action[0]) if policy.model.discrete else env_action[0]
-    if not policy.deterministic:  # recorded with the step (PostAct)
-        policy._steps[getattr(env, "lane", 0)] = (env_action, stored, log_prob, value, state)
-    return env_action
-
-
-def _record_on_policy_step(agent: Any, env: Any, action: Any) -> None:
-    policy = agent.policy
-    planned, stored, log_prob, value, state = policy._steps.get(getattr(env, "lane", 0),
-                                                                (None,) * 5)
-    if action is not planned:
-        raise RuntimeError(
-            f"{type(policy).__name__} records the log-probability and value of the action its "
-            f"last plan returned, but the step took another action ({action!r}); act with the "
-            "action plan(agent, env) returns, or record the step with stagerl.record_step")
-    policy.record_rewards(env)
-    if not isinstance(env, VectorEnv):
-        stored, log_prob, value = stored[0], log_prob[0], value[0]
-    record_step(agent, env, stored, log_prob=log_prob, value=value, truncated=env.is_truncated)
-
-
-@push.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _push_on_policy_step(agent: Agent[OnPolicy, object], stage: PostActStage, env, action):
-    _record_on_policy_step(agent, env, action)
-
-
-@push.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _push_on_policy_vector_step(agent: Agent[OnPolicy, object], stage: PostActStage,
-                                env: VectorEnv, action):
-    _record_on_policy_step(agent, env, action)  # as specific as the Agent's vector method
-
-
-@optimise.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _optimise_on_policy(policy: OnPolicy, stage: PostActStage, trajectory):
-    for container in trajectory:  # the controller allows one sample per complete rollout
-        policy.learn(container)
-        # The next rollout starts at each sub-env's current state; episodes go on.
-        trajectory.clear(keep_running_episodes=True)
-
-
-@_compute_actions.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _compute_actions_on_policy(policy: OnPolicy, observations, state, deterministic):
-    no_state(policy, state)
-    name = type(policy).__name__
-    batch, single = as_batch_of_spec(observations, observations_spec(policy.model), name)
-    space = policy.action_space
-    if space is None and policy.model.gaussian:
-        raise ValueError(f"{name} clips its Gaussian actions to the action space's bounds, "
-                         f"which it learns when it first acts in an env; set "
-                         f"policy.action_space = env.action_space first")
-    with acting_as(policy, deterministic):
-        actions, _, log_prob, value = policy.sample(batch, space)
-    extra = {"value": value} if log_prob is None else {"log_prob": log_prob, "value": value}
-    return one_or_batch(actions, None, extra, single)
-
-
-def observations_spec(model: Any) -> Any:
-    """How ``model`` takes one observation (:func:`observation_spec` of its observation space;
-    a flat float32 vector of its ``n_inputs`` for a model built without one)."""
-    space = getattr(model, "observation_space", None)
-    return (np.float32, (model.n_inputs,)) if space is None else observation_spec(space)
-
-
-refuse_observations(OnPolicy)
-
-
-# ---- weights for rollout workers (stagerl.distributed) ------------------------------------
-
-
-@get_weights.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _get_weights_on_policy(policy: OnPolicy):
-    weights = {"model": weights_on_cpu(policy.model.state_dict())}
-    rms = policy.state_rms
-    if rms is not None:
-        weights["state_rms"] = {"mean": rms.mean.copy(), "var": rms.var.copy(),
-                                "count": float(rms.count)}
-    return weights
-
-
-@set_weights.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _set_weights_on_policy(policy: OnPolicy, weights, env_steps, env):
-    with torch.no_grad():
-        policy.model.load_state_dict(weights["model"])
-    rms = weights.get("state_rms")
-    if rms is not None and policy.state_rms is not None:
-        policy.state_rms.mean, policy.state_rms.var = rms["mean"].copy(), rms["var"].copy()
-        policy.state_rms.count = rms["count"]
-    policy.env_steps = int(env_steps)
-
-
-@on_policy.dispatch(precedence=DEFAULT_PRECEDENCE)
-def _on_policy_on_policy(policy: OnPolicy):
-    return True

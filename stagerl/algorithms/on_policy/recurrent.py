@@ -219,7 +219,8 @@ class RecurrentPPOPolicy(OnPolicy, RecurrentPolicy):
             if self.model.discrete else actions.reshape(len(actions), -1)
         return out
 
-    def bootstrap_values(self, container: Any, rows: np.ndarray) -> np.ndarray:
+    def bootstrap_values(self, container: Any, rows: np.ndarray,
+                         steps: np.ndarray) -> np.ndarray:
         """``V(next state)`` after the stored state's step: the RNN unrolled over the row's
         state and its next state from the state stored with the row."""
         stored = container.take(STATE_TRACE, rows)

@@ -35,7 +35,8 @@ from trajectories import (
 from trajectories.nested import is_nested, tree_map
 
 __all__ = ["rollout_trajectory", "legal_actions_mask_spec", "rows_of", "check_rollout_size",
-           "read_rollout", "add_gae", "add_discounted_returns", "make_vector_env"]
+           "read_rollout", "episode_steps", "carried_steps", "add_gae", "add_discounted_returns",
+           "make_vector_env"]
 
 
 def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
@@ -108,17 +109,21 @@ def check_rollout_size(who: str, n_steps: int, n_envs: int, batch_size: int) -> 
             "(or the number of sub-envs) or lower batch_size")
 
 
-def read_rollout(container: Any, policy: Any) -> dict:
+def read_rollout(container: Any, policy: Any, first_steps: Any = None) -> dict:
     """The rollout in ``container`` as ``(T, n_lanes, ...)`` numpy arrays, time-major per lane;
-    ``policy`` (an ``OnPolicy``) gives the critic's values where a chain is bootstrapped.
+    ``policy`` (an ``OnPolicy``) gives its baseline's values where a chain is bootstrapped
+    (``policy.state_values``; the critic's for a policy without one).
 
     Fields: the traces (``state``, ``action``, ``reward``, ``terminal``, ``truncated``,
     ``log_prob``, ``value``, ``legal_actions_mask`` when stored, and any other but
     ``next_state``), ``valid`` (False on padding, where a lane has fewer than ``T`` steps),
-    ``chain_end`` (the next row does not continue the episode) and ``bootstrap_value``
-    (``policy.bootstrap_values``: the critic's value of the next state where a chain ends
+    ``chain_end`` (the next row does not continue the episode), ``step`` (the row's time step
+    within its episode: a lane's first row is at ``first_steps[lane]``, default 0, and each
+    terminal or truncated row's successor at 0) and ``bootstrap_value``
+    (``policy.bootstrap_values``: the baseline's value of the next state where a chain ends
     without a terminal step: a truncated episode's true final observation, or the state after
-    the rollout's last step).
+    the rollout's last step). A policy whose ``reads_next_state`` is True also gets
+    ``next_state``, every row's next state.
     """
     n = len(container)
     rows = np.arange(n)
@@ -148,15 +153,61 @@ def read_rollout(container: Any, policy: Any) -> dict:
     # and what the policy recorded with it (log_prob, value, a recurrent state...).
     names = [name for name in container.keys() if name != "next_state"]
     columns = {name: container.take(name, idx) for name in names}
+    steps = episode_steps(t, lane, columns["terminal"] | columns["truncated"], n_lanes,
+                          first_steps)
     bootstrap = np.zeros(len(idx), dtype=np.float32)
     ends = ~continues & ~columns["terminal"]
     if ends.any():
-        bootstrap[ends] = policy.bootstrap_values(container, idx[ends])
+        bootstrap[ends] = policy.bootstrap_values(container, idx[ends], steps[ends] + 1)
     rollout = {name: grid(values) for name, values in columns.items()}
+    if getattr(policy, "reads_next_state", False):  # e.g. REPS: features of every next state
+        rollout["next_state"] = grid(container.take("next_state", idx))
+    rollout["step"] = grid(steps)
     rollout["bootstrap_value"] = grid(bootstrap)
     rollout["chain_end"] = grid(~continues, fill=True)
     rollout["valid"] = grid(np.ones(len(idx), dtype=bool), fill=False)
     return rollout
+
+
+def episode_steps(t: np.ndarray, lane: np.ndarray, ended: np.ndarray, n_lanes: int,
+                  first_steps: Any = None) -> np.ndarray:
+    """The time step within its episode of each transition, given each transition's row ``t``
+    in its lane, its ``lane`` and whether it ``ended`` its episode (terminal or truncated);
+    transitions come lane by lane, each lane in time order. A lane's first transition is at
+    ``first_steps[lane]`` (default 0), a transition after one that ended at 0.
+
+    Example:
+        >>> t, lane = np.array([0, 1, 2, 0, 1]), np.array([0, 0, 0, 1, 1])
+        >>> ended = np.array([False, True, False, False, False])
+        >>> episode_steps(t, lane, ended, 2, first_steps=[5, 2]).tolist()
+        [5, 6, 0, 2, 3]
+    """
+    n = len(t)
+    first = np.zeros(n_lanes, dtype=np.int64) if first_steps is None else \
+        np.asarray(first_steps, dtype=np.int64)
+    position = np.arange(n)
+    starts = t == 0
+    resets = starts.copy()
+    resets[1:] |= ended[:-1] & ~starts[1:]
+    start_at = np.maximum.accumulate(np.where(resets, position, 0)) if n else position
+    offset = np.where(starts[start_at], first[lane[start_at]] if n else 0, 0)
+    return (position - start_at + offset).astype(np.int64)
+
+
+def carried_steps(rollout: dict, first_steps: Any = None) -> np.ndarray:
+    """Each lane's episode step after ``rollout`` (the ``first_steps`` of the next one): its
+    last row's step + 1, 0 where that row ended its episode, ``first_steps`` (or 0) for a lane
+    without rows."""
+    valid = rollout["valid"]
+    n_lanes = valid.shape[1]
+    carried = np.zeros(n_lanes, dtype=np.int64) if first_steps is None else \
+        np.asarray(first_steps, dtype=np.int64).copy()
+    held = valid.sum(axis=0)
+    lanes = np.flatnonzero(held)
+    last = held[lanes] - 1
+    ended = rollout["terminal"][last, lanes] | rollout["truncated"][last, lanes]
+    carried[lanes] = np.where(ended, 0, rollout["step"][last, lanes] + 1)
+    return carried
 
 
 def add_gae(rollout: dict, gamma: float, lam: float) -> dict:

@@ -9,8 +9,11 @@ Every ``n_steps`` steps of each sub-env, one policy step on the surrogate object
     TRPO: backtrack (step *= shrinking factor) until KL(pi_old || pi) <= target_kl and L improves
     NPG (line_search=False): take the step as it is
 
-then ``n_critic_updates`` epochs of minibatch steps on the value loss ``(V(s) - return)^2``, as
-rllab's TRPO/NPG and sb3-contrib's TRPO.
+then the baseline is refitted: ``n_critic_updates`` epochs of minibatch steps on the value loss
+``(V(s) - return)^2``, as rllab's TRPO/NPG and sb3-contrib's TRPO; or, with ``baseline="linear"``,
+rllab's linear feature baseline by least squares on the returns (``"zero"``: no baseline; see
+:mod:`stagerl.algorithms.on_policy.baselines`). The advantages come from the baseline's values
+before the refit.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from torch.nn import functional as F
 
 from stagerl.algorithms._checks import check_ints, check_numbers
 from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig, build_model_for
+from stagerl.algorithms.on_policy.baselines import check_baseline_settings, make_baseline
 from stagerl.algorithms.on_policy.networks import ActorCritic, check_spaces
 from stagerl.algorithms.on_policy.rollout import check_rollout_size, rollout_trajectory, rows_of
 from stagerl.policies.agent import Agent
@@ -51,6 +55,10 @@ class TRPOConfig(OnPolicyConfig):
         line_search_shrinking_factor: the step's factor per backtracking try.
         line_search_max_iter: backtracking tries.
         normalize_advantage: normalise the advantages of each rollout.
+        baseline: what the advantages are measured against: ``"network"`` (the critic),
+            ``"linear"`` (rllab's linear feature baseline, refitted each rollout) or
+            ``"zero"`` (none).
+        baseline_reg_coeff: the linear baseline's ridge regularisation.
     """
 
     learning_rate: float = 1e-3
@@ -65,9 +73,12 @@ class TRPOConfig(OnPolicyConfig):
     line_search_shrinking_factor: float = 0.8
     line_search_max_iter: int = 10
     normalize_advantage: bool = True
+    baseline: str = "network"
+    baseline_reg_coeff: float = 1e-5
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_baseline_settings(self)
         check_ints(self, "n_steps", "batch_size", "n_critic_updates", "cg_max_steps",
                    "line_search_max_iter")
         check_numbers(self, "gae_lambda", at_least=0, at_most=1)
@@ -129,12 +140,17 @@ class TRPOPolicy(OnPolicy):
         optimiser = torch.optim.Adam(model.flat_parameters()[1:], lr=config.learning_rate,
                                      fused=True)
         super().__init__(model, optimiser, config.gamma, config.gae_lambda, None,
-                         config.normalize_states, rng, config.normalize_rewards)
+                         config.normalize_states, rng, config.normalize_rewards,
+                         make_baseline(config.baseline, config.baseline_reg_coeff))
         self.config = config
 
     def update(self, batch: dict) -> None:
-        c = self.config
         self.policy_step(batch)
+        self.baseline.fit(self, batch)
+
+    def fit_critic(self, batch: dict) -> None:
+        """The critic's ``n_critic_updates`` epochs of minibatch steps on the returns."""
+        c = self.config
         n = len(batch["return"])
         for _ in range(c.n_critic_updates):
             order = torch.as_tensor(self.rng.permutation(n), device=self.device) \

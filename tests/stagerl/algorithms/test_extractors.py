@@ -27,11 +27,17 @@ from stagerl.algorithms.extractors import (
 from stagerl.algorithms.off_policy import SACConfig, TD3Config, make_sac_agent, make_td3_agent
 from stagerl.algorithms.on_policy import (
     A2CConfig,
+    A3CConfig,
+    ERWRConfig,
     PPOConfig,
+    REPSConfig,
     TRPOConfig,
     VPGConfig,
     make_a2c_agent,
+    make_a3c_agent,
+    make_erwr_agent,
     make_ppo_agent,
+    make_reps_agent,
     make_trpo_agent,
     make_vpg_agent,
 )
@@ -132,6 +138,9 @@ DISCRETE = [
     (make_a2c_agent, A2CConfig(n_steps=8, learning_rate=1e-2)),
     (make_vpg_agent, VPGConfig(episodes_per_update=2, max_episode_steps=30)),
     (make_trpo_agent, TRPOConfig(n_steps=32, batch_size=32)),
+    (make_erwr_agent, ERWRConfig(episodes_per_update=2, max_episode_steps=30)),
+    (make_reps_agent, REPSConfig(episodes_per_update=2, max_episode_steps=30)),
+    (make_a3c_agent, A3CConfig(n_steps=8, learning_rate=1e-2)),
     (make_dqn_agent, DQNConfig(total_steps=400, learning_starts=40, buffer_size=100,
                                batch_size=16, train_freq=1, target_update_interval=50,
                                net_arch=(16,))),

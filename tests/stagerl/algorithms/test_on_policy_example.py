@@ -31,19 +31,34 @@ def python_blocks() -> list[str]:
 
 def test_the_documented_examples_learn_cartpole():
     blocks = python_blocks()
-    assert len(blocks) == 3  # PPO usage, the one-step loss, the policy-gradient algorithm
+    # PPO usage, baselines and the KL penalty, the one-step loss, the policy-gradient algorithm
+    assert len(blocks) == 4
     namespace: dict = {}
     exec(compile(blocks[0], f"{DOC}:ppo", "exec"), namespace)
     assert np.mean(namespace["returns"]) >= 100  # random play ~22
-    exec(compile(blocks[1], f"{DOC}:one-step", "exec"), namespace)
-    exec(compile(blocks[2], f"{DOC}:policy-gradient", "exec"), namespace)
+    exec(compile(blocks[2], f"{DOC}:one-step", "exec"), namespace)
+    exec(compile(blocks[3], f"{DOC}:policy-gradient", "exec"), namespace)
     assert type(namespace["policy"]).__name__ == "PolicyGradient"
     assert np.mean(namespace["returns"]) >= 150  # seeds 0-2 give 346 to 500
 
 
+def test_the_baselines_and_kl_penalty_example_runs_shorter():
+    """The page's runs (150k and 100k steps) cut to 30k and 10k: VPG with the linear baseline
+    learns, PPO's penalty coefficient adapts from the 0.2 it started at."""
+    block = python_blocks()[1]
+    for written, shorter in (("150_000", "30_000"), ("100_000", "10_000")):
+        assert written in block
+        block = block.replace(written, shorter)
+    namespace: dict = {}
+    exec(compile(block, f"{DOC}:baselines", "exec"), namespace)
+    assert np.mean(namespace["linear_returns"]) >= 100  # random play ~22
+    kl_coef = namespace["kl_coef"]
+    assert kl_coef != 0.2 and kl_coef == namespace["agent"].policy.kl_coef > 0
+
+
 def test_the_one_step_loss_of_rllibs_first_try_does_not_learn():
     namespace: dict = {}
-    for block in python_blocks()[1:3]:
+    for block in python_blocks()[2:4]:
         exec(block.split("\nenv = ")[0], namespace)  # the classes, not the training run
     import stagerl as rl
     from stagerl.algorithms.on_policy import ActorCritic, make_vector_env, rollout_trajectory

@@ -23,11 +23,17 @@ from stagerl.algorithms.extractors import CombinedExtractor
 from stagerl.algorithms.off_policy import SACConfig, make_sac_agent, make_td3_agent
 from stagerl.algorithms.on_policy import (
     A2CConfig,
+    A3CConfig,
+    ERWRConfig,
     PPOConfig,
+    REPSConfig,
     TRPOConfig,
     VPGConfig,
     make_a2c_agent,
+    make_a3c_agent,
+    make_erwr_agent,
     make_ppo_agent,
+    make_reps_agent,
     make_trpo_agent,
     make_vpg_agent,
 )
@@ -124,7 +130,15 @@ def _go_on(agent, env, acts):
     (make_a2c_agent, A2CConfig(n_steps=4)),
     (make_vpg_agent, VPGConfig(episodes_per_update=2, max_episode_steps=6)),
     (make_trpo_agent, TRPOConfig(n_steps=8, batch_size=8)),
-    (make_ppo_agent, PPOConfig(n_steps=8, batch_size=8, n_epochs=1))])
+    (make_ppo_agent, PPOConfig(n_steps=8, batch_size=8, n_epochs=1)),
+    # the baselines by name that read nested states, ERWR's L-BFGS fit, A3C (A2C in one
+    # process), PPO's KL penalty through each distribution (with the value clipped as well)
+    (make_vpg_agent, VPGConfig(episodes_per_update=2, max_episode_steps=6, baseline="zero")),
+    (make_erwr_agent, ERWRConfig(episodes_per_update=2, max_episode_steps=6,
+                                 baseline="network")),
+    (make_a3c_agent, A3CConfig(n_steps=4)),
+    (make_ppo_agent, PPOConfig(n_steps=8, batch_size=8, n_epochs=2, kl_coef=0.2,
+                               clip_range_vf=0.2))])
 def test_every_on_policy_algorithm_acts_in_each_space_with_tuple_states(space, make, config):
     env = rl.GymVectorEnv(dict_vector_env(2, action_space=space, tuple_observations=True),
                           seed=0)
@@ -139,6 +153,33 @@ def test_every_on_policy_algorithm_acts_in_each_space_with_tuple_states(space, m
                zip(before, agent.policy.model.parameters(), strict=True))
     actions = agent.policy.sample(env.state, space)[0]
     assert all(space.contains(np.asarray(a, dtype=space.dtype)) for a in actions)
+
+
+@pytest.mark.parametrize("make, config, pattern", [
+    (make_vpg_agent, VPGConfig(baseline="linear"),
+     r"VPGPolicy: the linear baseline's features are those of Box observations .* got "
+     r"Dict\(.*use baseline='network' \(or 'zero'\)"),
+    (make_erwr_agent, ERWRConfig(),  # its default baseline is the linear one
+     r"ERWRPolicy: the linear baseline's features are those of Box observations"),
+    (make_reps_agent, REPSConfig(),
+     r"REPS's context features are those of Box observations .* got Dict\("),
+])
+def test_linear_features_refuse_dict_states_naming_the_fix(make, config, pattern):
+    env = rl.GymVectorEnv(dict_vector_env(2), seed=0)
+    with pytest.raises(TypeError, match=pattern):
+        make(env, config, device="cpu")
+
+
+def test_the_kl_penalty_adapts_on_dict_states_with_the_value_clipped():
+    env = rl.GymVectorEnv(dict_vector_env(2, length=6), seed=0)
+    config = PPOConfig(n_steps=8, batch_size=8, n_epochs=2, kl_coef=0.2, clip_range_vf=0.2,
+                       learning_rate=1e-2)
+    agent = make_ppo_agent(env, config, seed=0, device="cpu")
+    rl.run(agent, env, rl.StopAfterNSteps(24, progress=False))  # one rollout, one update
+    stats = agent.policy.stats
+    assert agent.policy.n_updates == 1 and stats["kl_coef"] == 0.2
+    assert stats["kl"] > 0 and stats["kl_penalty"] >= 0
+    assert agent.policy.kl_coef in (0.1, 0.2, pytest.approx(0.3))
 
 
 def test_ppo_learns_the_multidiscrete_task_from_dict_states():

@@ -49,6 +49,10 @@ SETUPS = {
     "drqn": {"experiment": "drqn-cartpole-novel", "steps": 800, "k": 333, "overrides": {
         "learning_starts": 200, "buffer_size": 300, "batch_size": 8, "sequence_length": 6,
         "burn_in": 2, "rnn_hidden_size": 16, "net_arch": (16,), "target_update_interval": 100}},
+    # PPO with the adaptive KL penalty and no clipping: the coefficient resumes as it was
+    "ppo-kl": {"experiment": "ppo-cartpole", "steps": 1200, "k": 4 * 37, "overrides": {
+        "num_envs": 4, "n_steps": 16, "batch_size": 32, "n_epochs": 2, "kl_coef": 0.2,
+        "kl_target": 0.003, "clip_range": float("inf")}},
     # every other named experiment (the slow tests)
     "sac-vector": {"experiment": "sac-pendulum", "steps": 400, "k": 334, "overrides": {
         "net_arch": (32, 32), "buffer_size": 150, "learning_starts": 100, "batch_size": 32,

@@ -127,7 +127,7 @@ def test_every_named_experiment_has_a_summary_and_listable_hyper_parameters():
 def test_every_module_of_the_zoo_is_a_named_experiment():
     modules = sorted(p.stem.replace("_", "-") for p in ZOO.glob("*.py")
                      if not p.stem.startswith("_"))
-    assert names() == modules and len(modules) == 24
+    assert names() == modules and len(modules) == 27
     for name in names():
         experiment = get_experiment(name)
         assert issubclass(experiment.config, RunSettings), name
@@ -137,9 +137,12 @@ def test_every_module_of_the_zoo_is_a_named_experiment():
 def test_each_experiment_is_its_algorithms_config_with_the_defaults_it_changes():
     from stagerl.algorithms import (
         A2CConfig,
+        A3CConfig,
         DQNConfig,
         DRQNConfig,
+        ERWRConfig,
         PPOConfig,
+        REPSConfig,
         SACConfig,
         TD3Config,
         TRPOConfig,
@@ -148,7 +151,8 @@ def test_each_experiment_is_its_algorithms_config_with_the_defaults_it_changes()
 
     algorithm_of = {"dqn": DQNConfig, "rainbow": DQNConfig, "ppo": PPOConfig, "a2c": A2CConfig,
                     "vpg": VPGConfig, "trpo": TRPOConfig, "sac": SACConfig, "td3": TD3Config,
-                    "ddpg": TD3Config, "drqn": DRQNConfig}
+                    "ddpg": TD3Config, "drqn": DRQNConfig, "erwr": ERWRConfig,
+                    "reps": REPSConfig, "a3c": A3CConfig}
     for name in names():
         config_type = get_experiment(name).config
         algorithm = algorithm_of.get(name.split("-")[0])

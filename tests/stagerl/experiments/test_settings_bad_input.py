@@ -21,13 +21,14 @@ from stagerl.experiments.registry import hyper_parameters, json_value, parse_ove
 
 VALUES = ("nan", "inf", "-inf", "0", "-1")
 #: Where +inf means something (and is accepted): never clip, never stop early.
-INF_OK = {"max_grad_norm", "clip_range", "clip_range_vf", "target_kl"}
+INF_OK = {"max_grad_norm", "clip_range", "clip_range_vf", "target_kl", "kl_target"}
 #: Where 0 is in the field's range.
 ZERO_OK = {"learning_starts", "gamma", "gae_lambda", "exploration_fraction",
            "exploration_initial_eps", "exploration_final_eps", "beta0", "alpha", "vf_coef",
            "cg_damping", "target_policy_noise", "target_noise_clip", "action_noise",
            "torch_threads", "log_std_init", "epsilon", "decay_fraction", "target_entropy",
-           "v_min",
+           "v_min", "baseline_reg_coeff", "kl_coef", "l2_reg_dual", "l2_reg_loss",
+           "gradient_staleness",
            "burn_in"}  # drqn-cartpole-novel: no burn-in
 #: Where -1 is in the field's range.
 MINUS_ONE_OK = {"log_std_init", "target_entropy", "v_min"}
@@ -40,6 +41,8 @@ def valid(name: str, field: str, kind: str, text: str) -> bool:
     if text == "inf":
         return field in INF_OK and name != "trpo-cartpole"  # TRPO's target_kl: the step size
     if text == "0":
+        if (name, field) == ("reps-cartpole", "epsilon"):  # REPS's KL bound, not exploration
+            return False
         return (field in ZERO_OK or (field == "ent_coef" and kind == "float")
                 or (field == "v_max" and name != "rainbow-cartpole"))  # above v_min = -10
     if text == "-1":
@@ -143,6 +146,16 @@ ENV = {**os.environ, "CI": "1"}
     ("sac-halfcheetah", "learning_starts=-1", "learning_starts must be an int >= 0"),
     ("td3-hopper", "action_noise=inf", "action_noise must be a finite number >= 0"),
     ("ppo-hopper", "activation=sigmoid", "activation must be 'tanh' or 'relu'"),
+    ("erwr-cartpole", "baseline=linaer", "erwr-cartpole: baseline must be 'zero' or 'network' "
+                                         "or 'linear', got baseline='linaer'"),
+    ("erwr-cartpole", "baseline_reg_coeff=-inf", "baseline_reg_coeff must be a finite number"),
+    ("reps-cartpole", "epsilon=0", "reps-cartpole: epsilon must be a finite number > 0, got "
+                                   "epsilon=0.0"),
+    ("reps-cartpole", "max_opt_iter=0", "max_opt_iter must be an int >= 1, got max_opt_iter=0"),
+    ("a3c-cartpole", "stale_gradients=late", "a3c-cartpole: stale_gradients must be 'drop' or "
+                                             "'scale', got stale_gradients='late'"),
+    ("a3c-cartpole", "gradient_staleness=-1", "a3c-cartpole: gradient_staleness must be an int "
+                                              ">= 0, got gradient_staleness=-1"),
 ])
 def test_the_command_refuses_them_in_one_line(tmp_path, name, pair, message):
     result = subprocess.run([sys.executable, "-m", "stagerl", "run", name, pair, "--logdir",

@@ -1,0 +1,148 @@
+"""ERWR: episodic reward-weighted regression (Kober & Peters 2009), as rllab's ``ERWR``.
+
+Every ``episodes_per_update`` finished episodes, VPG's advantages are turned into positive
+weights and the policy is fitted to its own actions by weighted maximum likelihood (an EM
+step: the actions that did better than the others are made more likely)::
+
+    A_t = G_t - b(s_t, t)                       Monte-Carlo returns against the baseline
+    A_t = (A_t - mean A) / std A                (normalize_advantage, rllab's center_adv)
+    w_t = A_t - min A + 1e-8                    (rllab's positive_adv: shifted to be positive)
+    policy: max_opt_iter L-BFGS iterations on -mean(w_t * log pi(a_t|s_t))
+    baseline: refitted to the returns (default rllab's linear feature baseline)
+
+So it is VPG with another loss and optimiser: whole episodes, the time steps and baselines of
+:mod:`stagerl.algorithms.on_policy.vpg`, the weights of :func:`erwr_weights`. Each update's
+L-BFGS starts afresh (rllab's scipy L-BFGS), nothing carried over from the last batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from stagerl.algorithms._checks import check_ints
+from stagerl.algorithms.on_policy.base import build_model_for
+from stagerl.algorithms.on_policy.networks import ActorCritic
+from stagerl.algorithms.on_policy.vpg import VPGConfig, VPGPolicy, episodes_trajectory
+from stagerl.policies.agent import Agent
+
+__all__ = ["ERWRConfig", "ERWRPolicy", "erwr_weights", "weighted_log_likelihood_loss",
+           "lbfgs_minimise", "make_erwr_agent"]
+
+
+@dataclass
+class ERWRConfig(VPGConfig):
+    """ERWR's hyper-parameters (rllab's defaults where it has them), with VPG's
+    (:class:`~stagerl.algorithms.on_policy.vpg.VPGConfig`: whole episodes, the baseline).
+
+    Attributes:
+        learning_rate: L-BFGS's step size (its line search scales it).
+        max_opt_iter: L-BFGS iterations per update (rllab's ``max_opt_itr``).
+        normalize_advantage: centre and scale the advantages before they are shifted to be
+            positive (rllab's ``center_adv``).
+        baseline: what the returns are measured against (default ``"linear"``, rllab's linear
+            feature baseline; ``"network"`` or ``"zero"``).
+    """
+
+    learning_rate: float = 1.0
+    max_opt_iter: int = 20
+    baseline: str = "linear"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_ints(self, "max_opt_iter")
+
+
+def erwr_weights(advantage: torch.Tensor, normalize: bool = True) -> torch.Tensor:
+    """ERWR's weights of advantages: centred and scaled (population std, as numpy's), then
+    shifted so that the smallest is ``1e-8`` (rllab's ``center_advantages`` and
+    ``shift_advantages_to_positive``).
+
+    Example:
+        >>> erwr_weights(torch.tensor([1.0, 3.0]), normalize=False).tolist()
+        [9.99999993922529e-09, 2.0]
+    """
+    if normalize and len(advantage) > 1:
+        advantage = (advantage - advantage.mean()) / (advantage.std(unbiased=False) + 1e-8)
+    return advantage - advantage.min() + 1e-8
+
+
+def weighted_log_likelihood_loss(model: ActorCritic, batch: dict,
+                                 weights: torch.Tensor) -> torch.Tensor:
+    """``-mean(w * log pi(a|s))``: the weighted maximum-likelihood fit of the policy to its own
+    actions (the M-step of reward-weighted regression and of REPS)."""
+    log_prob, _ = model.log_prob_entropy(batch["state"], batch["action"], entropy=False)
+    return -(weights * log_prob).mean()
+
+
+def lbfgs_minimise(optimiser: torch.optim.LBFGS, loss_of: Any) -> float:
+    """Minimise ``loss_of()`` with ``optimiser`` (an L-BFGS over flat parameters, its state
+    emptied first: each problem starts afresh); returns the loss it ends at."""
+    optimiser.state.clear()
+    params = [p for group in optimiser.param_groups for p in group["params"]]
+    if not hasattr(optimiser, "_params"):
+        # torch's Optimizer pickles its param_groups and state only, and L-BFGS's own step
+        # reads two attributes its __init__ sets: a copied or resumed one gets them back here
+        optimiser._params, optimiser._numel_cache = params, None
+
+    def closure() -> torch.Tensor:
+        for p in params:
+            p.grad.zero_()  # in place: the model's gradients are views into these
+        loss = loss_of()
+        loss.backward()
+        return loss
+
+    optimiser.step(closure)
+    with torch.no_grad():
+        return float(loss_of())
+
+
+class ERWRPolicy(VPGPolicy):
+    """ERWR (see the module docstring). Build one with :func:`make_erwr_agent`.
+
+    Example:
+        >>> import stagerl as rl
+        >>> from stagerl.algorithms.on_policy.erwr import ERWRConfig, make_erwr_agent
+        >>> env = rl.GymEnv("CartPole-v1", seed=0)
+        >>> agent = make_erwr_agent(env, ERWRConfig(episodes_per_update=2), device="cpu")
+        >>> _ = rl.run(agent, env, rl.StopAfterNEpisodes(4, progress=False))
+        >>> agent.policy.n_updates, type(agent.policy.baseline).__name__
+        (2, 'LinearFeatureBaseline')
+    """
+
+    def __init__(self, model: ActorCritic, config: ERWRConfig, rng: Any = None):
+        super().__init__(model, config, rng)
+        # The actor by L-BFGS (emptied before each update), the critic (network baseline) by
+        # VPG's Adam steps.
+        self.optimiser = torch.optim.LBFGS([model.flat_parameters()[0]], lr=config.learning_rate,
+                                           max_iter=config.max_opt_iter,
+                                           line_search_fn="strong_wolfe")
+
+    def update(self, batch: dict) -> None:
+        weights = erwr_weights(batch["advantage"], self.config.normalize_advantage)
+        with torch.no_grad():
+            before = float(weighted_log_likelihood_loss(self.model, batch, weights))
+        after = lbfgs_minimise(self.optimiser,
+                               lambda: weighted_log_likelihood_loss(self.model, batch, weights))
+        self.optimiser.state.clear()  # nothing of this problem is kept for the next
+        self.stats = {"policy_loss_before": before, "policy_loss": after,
+                      "mean_weight": float(weights.mean()),
+                      "episode_steps": float(len(weights))}
+        self.baseline.fit(self, batch)
+
+
+def make_erwr_agent(env: Any, config: ERWRConfig | None = None, seed: int = 0,
+                    device: Any = "auto", features_extractor: Any = None) -> Agent:
+    """An Agent that learns with ERWR in ``env`` (a ``GymEnv`` or ``GymVectorEnv``); the
+    settings are checked by :class:`ERWRConfig`, the env's spaces here (the linear baseline
+    reads Box observations only). ``features_extractor``: a factory of the observation space
+    in place of the built-in ``config`` names."""
+    config = ERWRConfig() if config is None else config
+    who = "make_erwr_agent"
+    if not isinstance(config, ERWRConfig):
+        raise TypeError(f"{who} needs an ERWRConfig, got {type(config).__name__}")
+    model = build_model_for(env, who, config, seed, device, features_extractor)
+    trajectory = episodes_trajectory(env, config.episodes_per_update, config.max_episode_steps)
+    return Agent(ERWRPolicy(model, config, rng=seed), trajectory)

@@ -1,0 +1,238 @@
+"""ERWR and REPS: ERWR's weights against a hand computation, REPS's dual and its gradient against
+finite differences and its solution's optimality conditions, one update of each pinned on a
+tiny problem (a policy with one free distribution: the weighted maximum-likelihood solution is
+the weighted action counts), both on a vector env's lanes, learning smoke tests, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gymnasium.vector import AutoresetMode
+from scripted_envs import scripted_vector_env
+
+import stagerl as rl
+import stagerl.experiments as experiments
+from stagerl.algorithms import ERWRConfig, REPSConfig, make_erwr_agent, make_reps_agent
+from stagerl.algorithms.on_policy.baselines import linear_features
+from stagerl.algorithms.on_policy.erwr import erwr_weights
+from stagerl.algorithms.on_policy.reps import (
+    context_features,
+    minimise_dual,
+    reps_dual,
+    reps_weights,
+)
+
+F64 = dict(dtype=torch.float64)
+RETURNS = np.array([1.0, 2.0, 0.5, 3.0, 1.5])
+FEATURES = np.array([[0.5, -1.0], [-0.5, 0.0], [1.0, 1.0], [-1.0, 0.5], [0.0, -0.5]])
+FEATURES = FEATURES - FEATURES.mean(axis=0)
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ---- ERWR ------------------------------------------------------------------------------------
+
+
+def test_erwr_weights_are_the_centred_advantages_shifted_to_be_positive():
+    # mean 2, population std sqrt(2/3): centred -1.2247, 1.2247, 0; shifted by +1.2247 + 1e-8
+    weights = erwr_weights(torch.tensor([1.0, 3.0, 2.0], **F64))
+    s = np.sqrt(1.5)
+    assert weights.tolist() == pytest.approx([1e-8, 2 * s + 1e-8, s + 1e-8], rel=1e-7, abs=1e-15)
+    assert erwr_weights(torch.tensor([1.0, 3.0, 2.0], **F64), normalize=False).tolist() == \
+        pytest.approx([1e-8, 2.0, 1.0])
+
+
+def tiny_batch(actions, advantages):
+    """Transitions from the all-zeros observation (a linear actor's output is its bias: one free
+    categorical distribution), each with its action and advantage."""
+    n = len(actions)
+    return {"state": torch.zeros(n, 3), "raw_state": torch.zeros(n, 3),
+            "action": torch.tensor(actions), "advantage": torch.tensor(advantages),
+            "return": torch.tensor(advantages), "step": torch.arange(n),
+            "reward": torch.ones(n)}
+
+
+def tiny_env():
+    return rl.GymVectorEnv(scripted_vector_env((2, 3), AutoresetMode.SAME_STEP))
+
+
+def action_probabilities(agent):
+    with torch.no_grad():
+        return agent.policy.model.distribution(torch.zeros(1, 3))[0].softmax(-1)[0].tolist()
+
+
+def test_one_erwr_update_is_the_weighted_maximum_likelihood_fit():
+    agent = make_erwr_agent(tiny_env(), ERWRConfig(net_arch=(), episodes_per_update=2,
+                                                   max_opt_iter=50), seed=0, device="cpu")
+    actions, advantages = [0, 1, 1, 0, 1], [1.0, 3.0, 2.0, 0.0, 2.0]
+    agent.policy.update(tiny_batch(actions, advantages))
+    # Centring and scaling, then shifting to the smallest, leaves w proportional to
+    # advantage - 0: action 0 weighs 1 + 0, action 1 weighs 3 + 2 + 2 (and 1e-8 each).
+    by_hand = [1 / 8, 7 / 8]
+    assert action_probabilities(agent) == pytest.approx(by_hand, abs=1e-4)
+
+
+# ---- REPS ------------------------------------------------------------------------------------
+
+
+def test_the_reps_dual_by_hand_and_its_gradient_against_finite_differences():
+    eta, v = 2.0, np.array([0.5, -1.0])
+    delta = RETURNS - FEATURES @ v
+    by_hand = eta * 0.3 + eta * np.log(np.mean(np.exp(delta / eta)))
+    value = reps_dual(torch.tensor(eta, **F64), torch.tensor(v, **F64),
+                      torch.tensor(RETURNS, **F64), torch.tensor(FEATURES, **F64), 0.3)
+    assert float(value) == pytest.approx(by_hand, rel=1e-12)
+    assert float(value) == pytest.approx(2.749897319868357, rel=1e-12)
+
+    def dual(x):
+        return float(reps_dual(torch.tensor(x[0], **F64), torch.tensor(x[1:], **F64),
+                               torch.tensor(RETURNS, **F64), torch.tensor(FEATURES, **F64),
+                               0.3, l2_reg=0.01))
+
+    for point in ([2.0, 0.5, -1.0], [0.05, 3.0, 1.0], [40.0, -2.0, 0.0]):
+        x = torch.tensor(point, **F64, requires_grad=True)
+        (gradient,) = torch.autograd.grad(
+            reps_dual(x[0], x[1:], torch.tensor(RETURNS, **F64), torch.tensor(FEATURES, **F64),
+                      0.3, l2_reg=0.01), x)
+        h = 1e-6 * max(1.0, abs(point[0]))
+        numeric = [(dual(np.add(point, h * e)) - dual(np.subtract(point, h * e))) / (2 * h)
+                   for e in np.identity(3)]
+        assert gradient.tolist() == pytest.approx(numeric, rel=1e-5, abs=1e-6)
+
+
+def test_the_duals_minimum_holds_the_kl_bound_and_the_feature_averages():
+    eta, v, dual = minimise_dual(RETURNS, FEATURES, 0.3, 0.0, 15.0, np.zeros(2), 50)
+    q = reps_weights(RETURNS - FEATURES @ v, eta)
+    q = q / q.sum()
+    assert (q * np.log(q * len(q))).sum() == pytest.approx(0.3, abs=1e-6)  # the bound binds
+    assert q @ FEATURES == pytest.approx([0.0, 0.0], abs=1e-6)  # the feature averages held
+    assert q @ RETURNS > RETURNS.mean()  # and the returns improved
+    assert [eta, *v.tolist(), dual] == pytest.approx(
+        [0.10484499, -1.24057563, 0.0890256, 1.68300354], rel=1e-6)
+
+
+def test_one_reps_update_fits_the_policy_to_the_duals_weights():
+    agent = make_reps_agent(tiny_env(), REPSConfig(net_arch=(), episodes_per_update=2,
+                                                   max_opt_iter=50), seed=0, device="cpu")
+    actions = [0, 1, 1, 0, 1]
+    returns = [1.0, 3.0, 2.0, 0.0, 2.0]
+    batch = tiny_batch(actions, returns)
+    # one context feature that varies (and its square): the averages leave the weights room
+    batch["raw_state"] = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0],
+                                       [0.0, 0.0, 1.0], [0.0, 0.0, 3.0]])
+    batch["step"] = torch.zeros(5, dtype=torch.int64)
+    agent.policy.update(batch)
+    features = context_features(batch["raw_state"].numpy(), batch["step"].numpy())
+    eta, v, _ = minimise_dual(np.array(returns), features, 0.5, 0.0, 15.0,
+                              np.zeros(features.shape[1]), 50)
+    assert agent.policy.eta == pytest.approx(eta) and agent.policy.dual_v == pytest.approx(v)
+    q = reps_weights(np.array(returns) - features @ v, eta)
+    by_hand = [q[[0, 3]].sum() / q.sum(), q[[1, 2, 4]].sum() / q.sum()]
+    assert action_probabilities(agent) == pytest.approx(by_hand, abs=1e-4)
+    assert agent.policy.stats["weights_kl"] == pytest.approx(0.5, abs=1e-5)
+
+
+@pytest.mark.parametrize("make, config", [
+    (make_erwr_agent, ERWRConfig(episodes_per_update=3, max_episode_steps=6)),
+    (make_reps_agent, REPSConfig(episodes_per_update=3, max_episode_steps=6, gamma=0.5)),
+])
+def test_on_a_vector_env_each_update_learns_from_whole_episodes_at_their_time_steps(make,
+                                                                                   config):
+    env = rl.GymVectorEnv(scripted_vector_env((2, 3, 4), AutoresetMode.SAME_STEP))
+    agent = make(env, config, seed=0, device="cpu")
+    batches, update = [], agent.policy.update
+
+    def record(batch):
+        coefficients = agent.policy.baseline.coefficients
+        batches.append(({k: v.numpy().copy() for k, v in batch.items()},
+                        None if coefficients is None else coefficients.copy()))
+        update(batch)
+
+    agent.policy.update = record
+    rl.run(agent, env, rl.StopAfterNSteps(3 * 30, progress=False))
+    assert len(batches) >= 5
+    for batch, coefficients in batches:
+        states = batch["raw_state"]
+        assert batch["step"].tolist() == states[:, 2].tolist()  # [lane, episode, t]
+        # whole episodes: every lane's rows end with its episode's end
+        for lane in np.unique(states[:, 0]):
+            rows = states[:, 0] == lane
+            assert batch["terminal"][rows][-1] or batch["truncated"][rows][-1]
+        # the returns to go, gamma 0.5, a truncated end bootstrapped by the baseline before
+        # it (the batch is time-major: each lane's rows are its own, in time order)
+        gamma = agent.policy.gamma
+        for lane in np.unique(states[:, 0]):
+            rows = np.flatnonzero(states[:, 0] == lane)
+            following = 0.0
+            for i in reversed(rows):
+                if batch["terminal"][i]:
+                    following = 0.0
+                elif batch["truncated"][i]:
+                    final = states[i] + np.array([0, 0, 1])
+                    following = 0.0 if coefficients is None else float(
+                        (linear_features(final[None], [batch["step"][i] + 1]) @ coefficients)[0])
+                following = batch["reward"][i] + gamma * following
+                assert batch["return"][i] == pytest.approx(following, rel=1e-5, abs=1e-3)
+
+
+# ---- named experiments, learning, bad input ------------------------------------------------
+
+
+def test_erwr_and_reps_learn_cartpole():  # CI smoke tests: random play ~22
+    erwr = experiments.train("erwr-cartpole", steps=60_000, seed=0, device="cpu")
+    reps = experiments.train("reps-cartpole", steps=60_000, seed=0, device="cpu")
+    assert erwr["eval_return_mean"] >= 100 and reps["eval_return_mean"] >= 150, (
+        erwr["eval_return_mean"], reps["eval_return_mean"])
+
+
+def test_bad_settings_and_agents_are_refused():
+    with pytest.raises(ValueError, match="REPSConfig: epsilon must be a finite number > 0, got "
+                                         "epsilon=0.0"):
+        REPSConfig(epsilon=0)
+    with pytest.raises(ValueError, match="ERWRConfig: max_opt_iter must be an int >= 1"):
+        ERWRConfig(max_opt_iter=0)
+    with pytest.raises(TypeError, match="make_reps_agent needs a REPSConfig, got ERWRConfig"):
+        make_reps_agent(tiny_env(), ERWRConfig())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("name", ["erwr-cartpole", "reps-cartpole"])
+def test_erwr_and_reps_cartpole_reach_475_within_their_budgets(name, seed):
+    # the budgets: erwr-cartpole 500k steps, reps-cartpole 200k (their own `steps`)
+    summary = experiments.train(name, seed=seed, device="cpu", progress=False)
+    assert summary["eval_return_mean"] >= 475
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+@pytest.mark.parametrize("make, config", [
+    (make_erwr_agent, ERWRConfig(episodes_per_update=4, max_opt_iter=3)),
+    (make_reps_agent, REPSConfig(episodes_per_update=4, max_opt_iter=3))])
+def test_a_copy_mid_run_continues_exactly_as_the_original(make, config, how):
+    """torch pickles an optimiser's param groups and state only; L-BFGS's step needs two more
+    attributes, which the copy gets back at its first update. REPS's dual solution (the next
+    update's start) goes with the policy's state."""
+    import copy
+    import pickle
+
+    clone = {"pickle": lambda x: pickle.loads(pickle.dumps(x)), "deepcopy": copy.deepcopy}[how]
+    env = rl.GymVectorEnv("CartPole-v1", num_envs=2, seed=0)
+    agent = make(env, config, seed=0, device="cpu")
+    rl.run(agent, env, rl.StopAfterNSteps(300, progress=False))
+    assert agent.policy.n_updates >= 1
+    copied_agent, copied_env = clone((agent, env))
+    if make is make_reps_agent:
+        assert copied_agent.state_dict()["dual"]["eta"] == agent.policy.eta != 15.0
+    for a, e in ((agent, env), (copied_agent, copied_env)):
+        rl.run(a, e, rl.StopAfterNSteps(300, progress=False))
+    assert copied_agent.policy.n_updates == agent.policy.n_updates >= 2
+    for key, value in agent.policy.model.state_dict().items():
+        assert torch.equal(value, copied_agent.policy.model.state_dict()[key]), key
+    assert copied_agent.policy.stats == agent.policy.stats
