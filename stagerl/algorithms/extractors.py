@@ -41,7 +41,7 @@ from torch.nn import functional as F
 __all__ = ["Flatten", "MLP", "NatureCNN", "CombinedExtractor", "EXTRACTORS", "is_image_space",
            "make_extractor", "extractor_factory", "features_dim", "stacked_space",
            "check_extractor_name", "sample_batch", "orthogonal_init", "observation_spec",
-           "input_dtypes"]
+           "input_dtypes", "readable_observations"]
 
 #: The built-in extractors by the name the settings take.
 EXTRACTORS = ("auto", "mlp", "nature_cnn", "combined")
@@ -349,3 +349,24 @@ def orthogonal_init(module: nn.Module, gain: float = math.sqrt(2)) -> None:
             nn.init.orthogonal_(layer.weight, gain=gain)
             if layer.bias is not None:
                 nn.init.zeros_(layer.bias)
+
+
+def readable_observations(space: Any) -> bool:
+    """Whether every algorithm family can read observations of ``space`` (through an extractor
+    but for flat vectors): Box, Discrete, MultiDiscrete, MultiBinary, and Dict or Tuple spaces
+    of them.
+
+    Example:
+        >>> import gymnasium
+        >>> readable_observations(gymnasium.spaces.Dict({"n": gymnasium.spaces.Discrete(3)}))
+        True
+        >>> readable_observations(gymnasium.spaces.Text(5))
+        False
+    """
+    spaces = gymnasium.spaces
+    if isinstance(space, spaces.Dict):
+        return all(readable_observations(s) for s in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return all(readable_observations(s) for s in space.spaces)
+    return isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
+                              spaces.MultiBinary))

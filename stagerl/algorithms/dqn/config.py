@@ -19,7 +19,7 @@ from stagerl.algorithms._checks import (
     settings_name,
     single_spaces,
 )
-from stagerl.algorithms.extractors import check_extractor_name
+from stagerl.algorithms.extractors import check_extractor_name, readable_observations
 from stagerl.algorithms.schedules import SCHEDULES
 
 __all__ = ["DQNConfig", "check_spaces"]
@@ -158,7 +158,7 @@ def check_spaces(env: Any, config: Any) -> tuple[gymnasium.spaces.Discrete, Any,
             f"DQN needs a Discrete action space, got {action_space}; for MultiDiscrete or "
             "MultiBinary actions use PPO, A2C, VPG or TRPO, or map the actions onto one "
             "Discrete space with a gymnasium ActionWrapper (one index per combination)")
-    if not _readable(state_space):
+    if not readable_observations(state_space):
         raise TypeError(
             f"DQN takes Box, Discrete, MultiDiscrete or MultiBinary observations (or a Dict or "
             f"Tuple of them), got {state_space}; flatten them with "
@@ -183,12 +183,3 @@ def check_spaces(env: Any, config: Any) -> tuple[gymnasium.spaces.Discrete, Any,
             "buffer_size")
     return action_space, state_space, num_envs
 
-
-def _readable(space: Any) -> bool:
-    spaces = gymnasium.spaces
-    if isinstance(space, spaces.Dict):
-        return all(_readable(s) for s in space.spaces.values())
-    if isinstance(space, spaces.Tuple):
-        return all(_readable(s) for s in space.spaces)
-    return isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
-                              spaces.MultiBinary))

@@ -34,6 +34,7 @@ from stagerl.algorithms.extractors import (
     input_dtypes,
     make_extractor,
     observation_spec,
+    readable_observations,
 )
 from stagerl.algorithms.off_policy.networks import BoxScale
 from stagerl.algorithms.off_policy.replay import make_replay_trajectory
@@ -294,16 +295,6 @@ class ContinuousPolicy(Policy):
         return (f"{type(self).__name__}({settings + ', ' if settings else ''}"
                 f"device={str(self.device)!r})")
 
-
-def readable_observations(space: Any) -> bool:
-    """Observations the actor and critics can read (through an extractor but for vectors)."""
-    spaces = gymnasium.spaces
-    if isinstance(space, spaces.Dict):
-        return all(readable_observations(s) for s in space.spaces.values())
-    if isinstance(space, spaces.Tuple):
-        return all(readable_observations(s) for s in space.spaces)
-    return isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
-                              spaces.MultiBinary))
 
 
 @plan.dispatch(precedence=DEFAULT_PRECEDENCE)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import gymnasium
 import numpy as np
 import torch
 from torch import nn
@@ -21,6 +20,7 @@ from stagerl.algorithms.extractors import (
     features_dim,
     make_extractor,
     orthogonal_init,
+    readable_observations,
 )
 from stagerl.utils.devices import resolve_device
 from stagerl.utils.distributions import Categorical, DiagGaussian, action_distribution
@@ -277,22 +277,13 @@ def check_spaces(env: Any, who: str) -> tuple:
     actions Discrete, MultiDiscrete, MultiBinary or a float Box. Anything else raises a
     ``TypeError`` that names ``who``, the space and the wrapper that fixes it."""
     state_space, action_space, num_envs = single_spaces(env, who)
-    if not _readable(state_space):
+    if not readable_observations(state_space):
         raise TypeError(f"{who} reads Box, Discrete, MultiDiscrete or MultiBinary observations "
                         f"(or a Dict or Tuple of them), got {state_space}; turn them into one "
                         "with a gymnasium ObservationWrapper (FlattenObservation)")
     action_distribution(action_space, who)  # raises for a space the actor cannot act in
     return state_space, action_space, num_envs
 
-
-def _readable(space: Any) -> bool:
-    spaces = gymnasium.spaces
-    if isinstance(space, spaces.Dict):
-        return all(_readable(s) for s in space.spaces.values())
-    if isinstance(space, spaces.Tuple):
-        return all(_readable(s) for s in space.spaces)
-    return isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
-                              spaces.MultiBinary))
 
 
 def build_model(env: Any, who: str, net_arch: tuple, log_std_init: float, ortho_init: bool,
