@@ -2,8 +2,9 @@
 Stable-Baselines3 at the same settings: env-steps per second of ``learn``, side by side.
 
 Each side runs in a fresh process with a user's defaults (stagerl: the named experiment as
-``stagerl run`` builds it, torch on the experiment's ``torch_threads``; SB3: its own helpers and
-torch's default threads), the two sides in turn for ``--repeats`` rounds; printed are the medians
+``stagerl run`` builds it; SB3: its own helpers), torch on the same number of threads on both
+sides (``--threads``, default 1: the experiments' own ``torch_threads``), the two sides in turn
+for ``--repeats`` rounds; printed are the medians
 of env-steps per second and of the per-round ratio, and the load average. Only training is timed
 (making the env and the agent, and the final evaluation, are not).
 
@@ -46,13 +47,13 @@ STEPS = {"dqn-atari": 6_000, "ppo-atari": 8 * 128 * 3, "sac-halfcheetah": 3_000}
 GAME = "BreakoutNoFrameskip-v4"
 
 
-def stagerl_rate(name: str, steps: int) -> float:
+def stagerl_rate(name: str, steps: int, threads: int = 1) -> float:
     import stagerl as rl
     from stagerl.experiments.runner import prepare
     from stagerl.experiments.settings import torch_threads
 
     prepared = prepare(name, steps=steps, seed=0, device="cpu", progress=False,
-                       overrides=dict(SHARED[name]))
+                       overrides={**SHARED[name], "torch_threads": threads})
     agent, env = prepared.agent, prepared.env
     with torch_threads(prepared.config.torch_threads, "cpu"):
         start = time.perf_counter()
@@ -60,9 +61,11 @@ def stagerl_rate(name: str, steps: int) -> float:
         return steps / (time.perf_counter() - start)
 
 
-def sb3_rate(name: str, steps: int) -> float:
+def sb3_rate(name: str, steps: int, threads: int = 1) -> float:
+    import torch
     from stable_baselines3 import DQN, PPO, SAC
 
+    torch.set_num_threads(threads)
     settings = SHARED[name]
     if name == "sac-halfcheetah":
         model = SAC("MlpPolicy", "HalfCheetah-v5", learning_starts=settings["learning_starts"],
@@ -94,8 +97,8 @@ def sb3_rate(name: str, steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def one_side(side: str, name: str, steps: int) -> int:
-    rate = (stagerl_rate if side == "stagerl" else sb3_rate)(name, steps)
+def one_side(side: str, name: str, steps: int, threads: int) -> int:
+    rate = (stagerl_rate if side == "stagerl" else sb3_rate)(name, steps, threads)
     print(json.dumps({"side": side, "rate": rate}))
     return 0
 
@@ -105,16 +108,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("experiment", choices=sorted(BUDGETS))
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads on both sides (default 1)")
     parser.add_argument("--side", choices=("stagerl", "sb3"), help=argparse.SUPPRESS)
     parser.add_argument("--check", action="store_true", help="exit 1 below the budget")
     args = parser.parse_args(argv)
     steps = args.steps or STEPS[args.experiment]
-    if steps < 1 or args.repeats < 1:
-        print("benchmarks/real_envs_speed.py: --steps and --repeats must be positive",
+    if steps < 1 or args.repeats < 1 or args.threads < 1:
+        print("benchmarks/real_envs_speed.py: --steps, --repeats and --threads must be positive",
               file=sys.stderr)
         return 2
     if args.side is not None:
-        return one_side(args.side, args.experiment, steps)
+        return one_side(args.side, args.experiment, steps, args.threads)
     rates: dict[str, list[float]] = {"stagerl": [], "sb3": []}
     ratios = []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -122,14 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeats):
         for side in ("stagerl", "sb3"):
             out = subprocess.run([sys.executable, str(Path(__file__).resolve()),
-                                  args.experiment, "--steps", str(steps), "--side", side],
+                                  args.experiment, "--steps", str(steps), "--side", side,
+                                  "--threads", str(args.threads)],
                                  capture_output=True, text=True, env=env, check=True).stdout
             rates[side].append(json.loads(out.strip().splitlines()[-1])["rate"])
         ratios.append(rates["stagerl"][-1] / rates["sb3"][-1])
     load = os.getloadavg()
     ratio = statistics.median(ratios)
     print(f"{args.experiment}: {steps:,} env steps of training a run, {args.repeats} rounds, "
-          f"fresh processes, {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} "
+          f"fresh processes, torch on {args.threads} thread(s) both sides, "
+          f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}")
     for side, values in rates.items():
         print(f"  {side:8s} {statistics.median(values):8.0f} env-steps/s (median; "
