@@ -9,7 +9,7 @@ game's own score, no reward clipping; HalfCheetah: 1,000 steps), printed with th
 Run (long; run these one at a time, on a machine that is otherwise idle if the times matter)::
 
     .venv/bin/python benchmarks/real_envs_learning.py sac-halfcheetah [--steps 50000]
-    .venv/bin/python benchmarks/real_envs_learning.py ppo-atari [--steps 400000]
+    .venv/bin/python benchmarks/real_envs_learning.py ppo-atari [--steps 200000]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
-STEPS = {"sac-halfcheetah": 50_000, "ppo-atari": 400_000}
+STEPS = {"sac-halfcheetah": 50_000, "ppo-atari": 200_000}
 GAME = "BreakoutNoFrameskip-v4"
 
 
