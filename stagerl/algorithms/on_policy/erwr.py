@@ -29,7 +29,7 @@ from stagerl.algorithms.on_policy.vpg import VPGConfig, VPGPolicy, episodes_traj
 from stagerl.policies.agent import Agent
 
 __all__ = ["ERWRConfig", "ERWRPolicy", "erwr_weights", "weighted_log_likelihood_loss",
-           "LBFGS", "relink_lbfgs", "lbfgs_minimise", "make_erwr_agent"]
+           "LBFGS", "lbfgs_minimise", "make_erwr_agent"]
 
 
 @dataclass
@@ -105,10 +105,10 @@ class LBFGS(torch.optim.LBFGS):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        relink_lbfgs(self)
+        _relink_lbfgs(self)
 
 
-def relink_lbfgs(optimiser: torch.optim.LBFGS) -> None:
+def _relink_lbfgs(optimiser: torch.optim.LBFGS) -> None:
     """Give an L-BFGS rebuilt from its pickled state the two attributes its ``step`` reads and
     its ``__init__`` sets (its parameters, flat, and their count, computed again)."""
     optimiser._params = [p for group in optimiser.param_groups for p in group["params"]]
@@ -120,7 +120,7 @@ def lbfgs_minimise(optimiser: torch.optim.LBFGS, loss_of: Any) -> float:
     emptied first: each problem starts afresh); returns the loss it ends at."""
     optimiser.state.clear()
     if not hasattr(optimiser, "_params"):  # a plain torch L-BFGS copied or loaded
-        relink_lbfgs(optimiser)
+        _relink_lbfgs(optimiser)
     params = optimiser._params
 
     def closure() -> torch.Tensor:
