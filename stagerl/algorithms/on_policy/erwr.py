@@ -29,7 +29,7 @@ from stagerl.algorithms.on_policy.vpg import VPGConfig, VPGPolicy, episodes_traj
 from stagerl.policies.agent import Agent
 
 __all__ = ["ERWRConfig", "ERWRPolicy", "erwr_weights", "weighted_log_likelihood_loss",
-           "lbfgs_minimise", "make_erwr_agent"]
+           "LBFGS", "lbfgs_minimise", "make_erwr_agent"]
 
 
 @dataclass
@@ -77,15 +77,51 @@ def weighted_log_likelihood_loss(model: ActorCritic, batch: dict,
     return -(weights * log_prob).mean()
 
 
+class LBFGS(torch.optim.LBFGS):
+    """torch's L-BFGS with the strong-Wolfe line search (ERWR's and REPS's policy fit), the
+    same object after a copy, a pickle or a checkpoint's round trip as before it.
+
+    torch's ``Optimizer.__setstate__`` (which copying, unpickling and loading a checkpoint
+    call) adds ``differentiable`` to the defaults, which L-BFGS's ``__init__`` leaves out: a
+    fresh one has it here too, so that a resumed run's state is the uninterrupted one's. And
+    torch keeps an optimiser's ``defaults``, ``state`` and ``param_groups`` only, while
+    L-BFGS's ``step`` reads two more attributes: a rebuilt one gets them back at once.
+
+    Args:
+        params: the parameters it fits (one flat tensor, see ``ActorCritic.flat_parameters``).
+        lr: the step size (the line search scales it).
+        max_iter: iterations per ``step``.
+
+    Example:
+        >>> import copy
+        >>> optimiser = LBFGS([torch.zeros(3, requires_grad=True)], lr=1.0, max_iter=5)
+        >>> copy.deepcopy(optimiser).__getstate__()["defaults"] == optimiser.defaults
+        True
+    """
+
+    def __init__(self, params: Any, lr: float, max_iter: int):
+        super().__init__(params, lr=lr, max_iter=max_iter, line_search_fn="strong_wolfe")
+        self.defaults.setdefault("differentiable", False)  # as __setstate__ leaves it
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        _relink_lbfgs(self)
+
+
+def _relink_lbfgs(optimiser: torch.optim.LBFGS) -> None:
+    """Give an L-BFGS rebuilt from its pickled state the two attributes its ``step`` reads and
+    its ``__init__`` sets (its parameters, flat, and their count, computed again)."""
+    optimiser._params = [p for group in optimiser.param_groups for p in group["params"]]
+    optimiser._numel_cache = None
+
+
 def lbfgs_minimise(optimiser: torch.optim.LBFGS, loss_of: Any) -> float:
     """Minimise ``loss_of()`` with ``optimiser`` (an L-BFGS over flat parameters, its state
     emptied first: each problem starts afresh); returns the loss it ends at."""
     optimiser.state.clear()
-    params = [p for group in optimiser.param_groups for p in group["params"]]
-    if not hasattr(optimiser, "_params"):
-        # torch's Optimizer pickles its param_groups and state only, and L-BFGS's own step
-        # reads two attributes its __init__ sets: a copied or resumed one gets them back here
-        optimiser._params, optimiser._numel_cache = params, None
+    if not hasattr(optimiser, "_params"):  # a plain torch L-BFGS copied or loaded
+        _relink_lbfgs(optimiser)
+    params = optimiser._params
 
     def closure() -> torch.Tensor:
         for p in params:
@@ -116,9 +152,8 @@ class ERWRPolicy(VPGPolicy):
         super().__init__(model, config, rng)
         # The actor by L-BFGS (emptied before each update), the critic (network baseline) by
         # VPG's Adam steps.
-        self.optimiser = torch.optim.LBFGS([model.flat_parameters()[0]], lr=config.learning_rate,
-                                           max_iter=config.max_opt_iter,
-                                           line_search_fn="strong_wolfe")
+        self.optimiser = LBFGS([model.flat_parameters()[0]], config.learning_rate,
+                               config.max_opt_iter)
 
     def update(self, batch: dict) -> None:
         weights = erwr_weights(batch["advantage"], self.config.normalize_advantage)

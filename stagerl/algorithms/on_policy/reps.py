@@ -42,7 +42,11 @@ import torch
 from stagerl.algorithms._checks import check_ints, check_numbers
 from stagerl.algorithms.on_policy.base import OnPolicy, OnPolicyConfig, build_model_for
 from stagerl.algorithms.on_policy.baselines import LinearFeatureBaseline, linear_features
-from stagerl.algorithms.on_policy.erwr import lbfgs_minimise, weighted_log_likelihood_loss
+from stagerl.algorithms.on_policy.erwr import (
+    LBFGS,
+    lbfgs_minimise,
+    weighted_log_likelihood_loss,
+)
 from stagerl.algorithms.on_policy.networks import ActorCritic
 from stagerl.algorithms.on_policy.rollout import add_discounted_returns
 from stagerl.algorithms.on_policy.vpg import ended_episodes, episodes_trajectory
@@ -196,9 +200,8 @@ class REPSPolicy(OnPolicy):
             raise TypeError(f"REPS's context features are those of Box observations (a vector "
                             f"or array, flattened), got {space}; learn from Dict, Tuple or "
                             "discrete observations with another algorithm (PPO, A2C, VPG)")
-        optimiser = torch.optim.LBFGS([model.flat_parameters()[0]], lr=config.learning_rate,
-                                      max_iter=config.max_opt_iter,
-                                      line_search_fn="strong_wolfe")
+        optimiser = LBFGS([model.flat_parameters()[0]], config.learning_rate,
+                          config.max_opt_iter)
         # The linear baseline bootstraps truncated episodes' returns (the critic is not used).
         super().__init__(model, optimiser, config.gamma, 1.0, None, config.normalize_states,
                          rng, config.normalize_rewards, baseline=LinearFeatureBaseline())

@@ -15,7 +15,7 @@ import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms import ERWRConfig, REPSConfig, make_erwr_agent, make_reps_agent
 from stagerl.algorithms.on_policy.baselines import linear_features
-from stagerl.algorithms.on_policy.erwr import erwr_weights
+from stagerl.algorithms.on_policy.erwr import LBFGS, erwr_weights, lbfgs_minimise
 from stagerl.algorithms.on_policy.reps import (
     context_features,
     minimise_dual,
@@ -217,7 +217,7 @@ def test_erwr_and_reps_cartpole_reach_475_within_their_budgets(name, seed):
     (make_reps_agent, REPSConfig(episodes_per_update=4, max_opt_iter=3))])
 def test_a_copy_mid_run_continues_exactly_as_the_original(make, config, how):
     """torch pickles an optimiser's param groups and state only; L-BFGS's step needs two more
-    attributes, which the copy gets back at its first update. REPS's dual solution (the next
+    attributes, which the copy gets back as it is built. REPS's dual solution (the next
     update's start) goes with the policy's state."""
     import copy
     import pickle
@@ -236,3 +236,35 @@ def test_a_copy_mid_run_continues_exactly_as_the_original(make, config, how):
     for key, value in agent.policy.model.state_dict().items():
         assert torch.equal(value, copied_agent.policy.model.state_dict()[key]), key
     assert copied_agent.policy.stats == agent.policy.stats
+
+
+def _quadratic_fit(optimiser, x):
+    return lbfgs_minimise(optimiser, lambda: ((x - torch.arange(3.0)) ** 2).sum())
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_the_l_bfgs_of_erwr_and_reps_is_the_same_after_a_copy_and_steps_as_the_original(how):
+    """Its pickled state (what a checkpoint holds) is the original's, settings included, and
+    the copy minimises as the original does; a plain torch L-BFGS copied still minimises (it
+    gets the attributes its step reads back at its first problem)."""
+    import copy
+    import pickle
+
+    clone = {"pickle": lambda x: pickle.loads(pickle.dumps(x)), "deepcopy": copy.deepcopy}[how]
+    x = torch.zeros(3, requires_grad=True)
+    x.grad = torch.zeros(3)
+    optimiser = LBFGS([x], lr=1.0, max_iter=5)
+    copied = clone(optimiser)
+    assert copied.__getstate__()["defaults"] == optimiser.defaults
+    assert copied._params[0] is copied.param_groups[0]["params"][0]
+    y = copied._params[0]
+    y.grad = torch.zeros(3)  # (pickle leaves gradients out; the model's relink gives them)
+    assert _quadratic_fit(copied, y) == _quadratic_fit(optimiser, x)
+    assert torch.equal(x, y) and torch.allclose(x, torch.arange(3.0))
+
+    plain = clone(torch.optim.LBFGS([torch.zeros(3, requires_grad=True)], max_iter=5,
+                                    line_search_fn="strong_wolfe"))
+    assert not hasattr(plain, "_params")
+    z = plain.param_groups[0]["params"][0]
+    z.grad = torch.zeros(3)
+    assert _quadratic_fit(plain, z) < 1e-10

@@ -63,8 +63,20 @@ SETUPS = {
         "learning_starts": 200, "buffer_size": 300, "net_arch": (32,)}},
     "a2c": {"experiment": "a2c-cartpole", "steps": 600, "k": 4 * 21, "overrides": {
         "num_envs": 4}},
+    # rllab's linear feature baseline, refitted each update (before "vpg": the fuzzed
+    # checkpoints take the last settings of an experiment, VPG's own network baseline)
+    "vpg-linear": {"experiment": "vpg-cartpole", "steps": 1500, "k": 4 * 101, "overrides": {
+        "num_envs": 4, "baseline": "linear"}},
+    "trpo-linear": {"experiment": "trpo-cartpole", "steps": 1200, "k": 2 * 151, "overrides": {
+        "n_steps": 64, "batch_size": 64, "n_critic_updates": 2, "baseline": "linear"}},
     "vpg": {"experiment": "vpg-cartpole", "steps": 1500, "k": 4 * 101, "overrides": {
         "num_envs": 4}},
+    # whole-episode learners whose policy L-BFGS fits; REPS's dual starts from its last
+    # solution, both learn against the linear baseline (an update every ~30 acts)
+    "erwr": {"experiment": "erwr-cartpole", "steps": 1200, "k": 4 * 101, "overrides": {
+        "num_envs": 4, "episodes_per_update": 4}},
+    "reps": {"experiment": "reps-cartpole", "steps": 1200, "k": 4 * 101, "overrides": {
+        "num_envs": 4, "episodes_per_update": 4}},
     "trpo": {"experiment": "trpo-cartpole", "steps": 1200, "k": 4 * 37, "overrides": {}},
     "ppo-pendulum": {"experiment": "ppo-pendulum", "steps": 1200, "k": 4 * 37, "overrides": {
         "num_envs": 4, "n_steps": 64, "batch_size": 64, "n_epochs": 2}},

@@ -284,6 +284,36 @@ def test_load_gives_the_agent_of_an_experiment_checkpoint(tmp_path):
 # ---- exact resume of every algorithm -----------------------------------------------------------
 
 
+@pytest.mark.parametrize("name", ["erwr", "reps"])
+def test_an_l_bfgs_learner_saved_mid_run_loads_as_it_was_and_goes_on_as_the_original(name,
+                                                                                     tmp_path):
+    """ERWR's and REPS's policy optimiser (L-BFGS), baseline and dual come back from a
+    checkpoint as they were, and the loaded agent goes on as the original: the same state to
+    the last bit (every array, tensor, counter and rng, the optimisers' settings too)."""
+    import torch
+
+    from stagerl.experiments.registry import configure, get_experiment
+
+    setup = resume_runs.SETUPS[name]
+    experiment = get_experiment(setup["experiment"])
+    config = configure(setup["experiment"], steps=600, **setup["overrides"])
+    env = experiment.make_env(config, 0)
+    agent = experiment.make_agent(config, env, 0, torch.device("cpu"))
+    rl.run(agent, env, rl.StopAfterNSteps(200, progress=False))
+    updates = agent.policy.n_updates
+    assert updates >= 1 and agent.policy.baseline.coefficients is not None
+    copy_agent, copy_env = load(save((agent, env), tmp_path / "mid-run"))
+    state, copied = (dict(resume_runs._flat(a.state_dict())) for a in (agent, copy_agent))
+    assert sorted(state) == sorted(copied) and "baseline/coefficients" in state
+    for key, value in state.items():  # (gradients are zeroed when a model is loaded)
+        assert np.array_equal(np.asarray(copied[key]), np.asarray(value)), key
+    for a, e in ((agent, env), (copy_agent, copy_env)):
+        rl.run(a, e, rl.StopAfterNSteps(200, progress=False))
+    assert copy_agent.policy.n_updates == agent.policy.n_updates > updates
+    assert resume_runs.state_digest((copy_agent, copy_env)) == \
+        resume_runs.state_digest((agent, env))
+
+
 def _differences(a: dict, b: dict) -> list[str]:
     assert sorted(a) == sorted(b)
     return [key for key in a if not (a[key].dtype == b[key].dtype and a[key].shape == b[key].shape
@@ -324,7 +354,8 @@ def test_an_interrupted_run_resumed_in_this_process_ends_as_the_whole_run(name, 
 
 
 FRESH = ["tabular", "dqn", "ppo", "sac-halfcheetah", "ppo-lstm",
-         pytest.param("sac", marks=pytest.mark.slow), pytest.param("drqn", marks=pytest.mark.slow)]
+         *(pytest.param(name, marks=pytest.mark.slow) for name in ("sac", "drqn", "erwr",
+                                                                   "reps"))]
 
 
 @pytest.fixture(scope="module")
