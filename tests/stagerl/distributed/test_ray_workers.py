@@ -269,12 +269,23 @@ def test_more_workers_than_cpus_are_refused(local_ray):
 
 
 @pytest.mark.slow
-def test_dqn_cartpole_with_two_workers_learns_over_a_full_run(local_ray):
-    # One process ends at 109 to 500 depending on the seed at these settings; with workers
-    # the arrival order changes the run too (328 and over 400 measured for this seed).
-    with learner_for("dqn-cartpole", seed=0, device="cpu", workers=2) as learner:
-        learner.train(50_000)
-        assert evaluation(learner.agent, 20) >= 200
+def test_dqn_cartpole_on_two_workers_with_the_default_plan_reaches_475_in_two_of_three_seeds(
+        local_ray):
+    # One process: 500, 500, 500. The default plan is asynchronous (batches acted by weights
+    # about 3 updates old, arriving as the workers finish them), so a seed's runs differ from
+    # one try to the next; measured 500, 184, 500 (docs/distributed.md).
+    from stagerl.experiments import get_experiment
+    from stagerl.experiments.registry import EVAL_SEED_OFFSET, make_eval_env
+
+    returns = []
+    for seed in (0, 1, 2):
+        with learner_for("dqn-cartpole", seed=seed, device="cpu", workers=2) as learner:
+            learner.train(50_000)
+            env = make_eval_env(get_experiment("dqn-cartpole"), configure("dqn-cartpole"),
+                                seed + EVAL_SEED_OFFSET)
+            returns.append(float(np.mean(rl.evaluate(learner.agent, env, 20))))
+        assert learner.plan.source.startswith("StandardMetricsReporting(Concurrently(")
+    assert sum(r >= 475 for r in returns) >= 2, returns
 
 
 @pytest.mark.slow
