@@ -95,8 +95,8 @@ class OneDNNLinear(nn.Linear):
 
     Example:
         >>> import torch
-        >>> torch.manual_seed(0); layer = OneDNNLinear(256, 256)
-        >>> torch.manual_seed(0); plain = torch.nn.Linear(256, 256)
+        >>> _ = torch.manual_seed(0); layer = OneDNNLinear(256, 256)
+        >>> _ = torch.manual_seed(0); plain = torch.nn.Linear(256, 256)
         >>> x = torch.randn(256, 256)
         >>> bool(torch.allclose(layer(x), plain(x), atol=1e-5)), list(layer.state_dict())
         (True, ['weight', 'bias'])

@@ -57,6 +57,20 @@ def test_onednn_linear_gives_functional_linears_values_and_gradients(shape, froz
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-3)
 
 
+@needs_onednn
+def test_onednn_linear_reads_strided_inputs_and_a_broadcast_gradient():
+    generator = torch.Generator().manual_seed(3)
+    wide = torch.randn(256, 512, generator=generator)
+    x = wide[:, ::2].requires_grad_()  # every other column: not contiguous
+    weight = torch.randn(256, 256, generator=generator).t().requires_grad_()  # transposed
+    fast, slow = onednn_linear(x, weight), nn.functional.linear(x, weight)
+    torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-4)
+    # sum()'s gradient is one value broadcast over the output (stride 0)
+    fast_grads = torch.autograd.grad(fast.sum(), (x, weight))
+    for a, b in zip(fast_grads, torch.autograd.grad(slow.sum(), (x, weight)), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-3)
+
+
 def test_small_products_and_other_dtypes_stay_with_functional_linear():
     x, weight = torch.ones(1, 256, requires_grad=True), torch.ones(256, 256)
     assert 256 * 256 < MIN_MACS
