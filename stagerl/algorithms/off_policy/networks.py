@@ -11,6 +11,7 @@ and each update rescales the sampled actions back::
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -148,10 +149,11 @@ def polyak_update(target: nn.Module, online: nn.Module, tau: float) -> None:
 
 
 def parameters_of(module: nn.Module) -> list[nn.Parameter]:
-    """``list(module.parameters())``, listed once and kept on the module: the walk over the
-    submodules cost ~10% of the time outside the products in SAC's update. Parameters stay the
-    same objects through ``to``, ``load_state_dict`` and the optimiser's steps (and a deep copy
-    copies the list with them); a module that gains layers after its first use is not for this.
+    """``list(module.parameters())``, listed once per module: the walk over the submodules at
+    every step cost more than the Polyak step's arithmetic. Parameters stay the same objects
+    through ``to``, ``load_state_dict`` and the optimiser's steps, and a copy of the module is
+    listed afresh; a module that gains layers after its first use is not for this. The lists
+    live beside the modules (weakly held), not in them: a module's saved state is unchanged.
 
     Example:
         >>> import torch
@@ -159,7 +161,10 @@ def parameters_of(module: nn.Module) -> list[nn.Parameter]:
         >>> parameters_of(net) is parameters_of(net), len(parameters_of(net))
         (True, 2)
     """
-    listed = module.__dict__.get("_listed_parameters")
+    listed = _LISTED_PARAMETERS.get(module)
     if listed is None:
-        listed = module.__dict__["_listed_parameters"] = list(module.parameters())
+        listed = _LISTED_PARAMETERS[module] = list(module.parameters())
     return listed
+
+
+_LISTED_PARAMETERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
