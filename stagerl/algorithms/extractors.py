@@ -219,7 +219,8 @@ class NatureCNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.reshape(x.shape[0], -1, *self.frame)
-        x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+        # (in place on the new float copy: one pass and one allocation fewer, the same values)
+        x = x.float().div_(255.0) if x.dtype == torch.uint8 else x.float()
         return self.linear(self.cnn(x))
 
 

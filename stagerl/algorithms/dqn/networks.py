@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from stagerl.algorithms.onednn import OneDNNLinear
+
 __all__ = ["ObservationEncoder", "QNetwork", "NumpyQNetwork", "mlp_body"]
 
 
@@ -162,7 +164,7 @@ class NumpyQNetwork:
     def of(cls, network: QNetwork) -> NumpyQNetwork | None:
         body = network.body
         if not isinstance(body, nn.Sequential) or not all(
-                type(m) in (nn.Flatten, nn.Linear, nn.ReLU) for m in body):
+                type(m) in (nn.Flatten, nn.Linear, OneDNNLinear, nn.ReLU) for m in body):
             return None
         return cls(network)
 

@@ -11,6 +11,7 @@ and each update rescales the sampled actions back::
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,7 +21,7 @@ from torch import nn
 
 from stagerl.utils.networks import mlp
 
-__all__ = ["BoxScale", "Critics", "InplaceReLU", "frozen", "polyak_update"]
+__all__ = ["BoxScale", "Critics", "InplaceReLU", "frozen", "parameters_of", "polyak_update"]
 
 
 # ---- actions --------------------------------------------------------------------------------
@@ -121,7 +122,7 @@ def frozen(module: nn.Module) -> Iterator[nn.Module]:
         >>> net.weight.grad is None, x.grad is not None, net.weight.requires_grad
         (True, True, True)
     """
-    parameters = [p for p in module.parameters() if p.requires_grad]
+    parameters = [p for p in parameters_of(module) if p.requires_grad]
     for p in parameters:
         p.requires_grad_(False)
     try:
@@ -144,4 +145,26 @@ def polyak_update(target: nn.Module, online: nn.Module, tau: float) -> None:
         >>> target.weight.item()
         0.25
     """
-    torch._foreach_lerp_(list(target.parameters()), list(online.parameters()), tau)
+    torch._foreach_lerp_(parameters_of(target), parameters_of(online), tau)
+
+
+def parameters_of(module: nn.Module) -> list[nn.Parameter]:
+    """``list(module.parameters())``, listed once per module: the walk over the submodules at
+    every step cost more than the Polyak step's arithmetic. Parameters stay the same objects
+    through ``to``, ``load_state_dict`` and the optimiser's steps, and a copy of the module is
+    listed afresh; a module that gains layers after its first use is not for this. The lists
+    live beside the modules (weakly held), not in them: a module's saved state is unchanged.
+
+    Example:
+        >>> import torch
+        >>> net = torch.nn.Linear(2, 1)
+        >>> parameters_of(net) is parameters_of(net), len(parameters_of(net))
+        (True, 2)
+    """
+    listed = _LISTED_PARAMETERS.get(module)
+    if listed is None:
+        listed = _LISTED_PARAMETERS[module] = list(module.parameters())
+    return listed
+
+
+_LISTED_PARAMETERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -33,6 +33,7 @@ from stagerl.algorithms._checks import settings_name
 from stagerl.algorithms.off_policy.base import ContinuousPolicy, ReplayConfig, make_continuous_agent
 from stagerl.algorithms.off_policy.networks import Critics, InplaceReLU, frozen, polyak_update
 from stagerl.algorithms.off_policy.replay import learn_from_replay
+from stagerl.algorithms.onednn import with_onednn_linears
 from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise
 from stagerl.core.stages import PostActStage
 from stagerl.policies.agent import Agent
@@ -183,6 +184,8 @@ class SACPolicy(ContinuousPolicy):
                 self.make_extractor(factory, state_space)[0]
             self.critic = Critics(state_dim, action_dim, config.net_arch, config.n_critics,
                                   critic_extractor)
+        with_onednn_linears(self.actor)  # the same layers, their large products on oneDNN
+        with_onednn_linears(self.critic)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         initial, learned = config.entropy_coefficient()
         self.learns_ent_coef = learned
