@@ -126,6 +126,11 @@ class Trajectory:
         ``episode_start=``, ``lanes=`` and ``restart=`` (see `LanedEpisodesBuffer.push`), and
         counts one insert per lane that got a step. After ``use_lane(k)`` it takes one env's
         values and writes lane ``k`` alone (see `use_lane`)."""
+        self.push_row(step)
+
+    def push_row(self, step: dict) -> None:
+        """``push(**step)`` for a ``step`` already in a dict (a producer that builds one per
+        step saves packing and unpacking the names); ``step`` is not changed or kept."""
         if self._detour:
             if self._lane is None:  # the first push: one state per sub-env makes lanes
                 self._push_first(step)
@@ -136,10 +141,10 @@ class Trajectory:
         row = step
         if "truncated" in step and not self._stores_truncated:  # the controller's alone
             row = {k: v for k, v in step.items() if k != "truncated"}
-        n = self.container.push_function(tuple(row))(row)
+        container = self.container
+        n = container.push_function(tuple(row))(row)
         if n:
-            self.controller.on_insert(
-                n, step if self.n_lanes is None else self.container.inserted(step))
+            self.controller.on_insert(n, step if self.n_lanes is None else container.inserted(step))
 
     def _push_first(self, step: dict) -> None:
         """The first push: one state per sub-env splits the trajectory into lanes. A push that

@@ -16,6 +16,8 @@ from stagerl.core.env import VectorEnv
 from stagerl.envs.batched_observations import array_observations, copied, with_final_observations
 from stagerl.envs.native_state import env_as_data, env_from_data
 
+_count_nonzero = np.count_nonzero
+
 __all__ = ["GymVectorEnv"]
 
 _SUPPORTED_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
@@ -233,9 +235,10 @@ class GymVectorEnv(VectorEnv):
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)
         done = terminated | truncated
+        # np.count_nonzero, not .any(): ~0.2 us against ~1 us on 8 lanes, twice every act.
         if self._next_step:
             start = self._done  # the lanes that ended last step were only reset now
-            self.any_episode_start = any_start = bool(start.any())
+            self.any_episode_start = any_start = _count_nonzero(start) > 0
             if any_start:
                 # gymnasium already reports 0 / False there; a custom VectorEnv may not
                 reward = reward.copy()
@@ -247,12 +250,12 @@ class GymVectorEnv(VectorEnv):
         else:
             start = done
             self._final_state = state
-            self.any_episode_start = any_start = bool(done.any())
+            self.any_episode_start = any_start = _count_nonzero(done) > 0
             if any_start:
                 self._final_state = with_final_observations(
                     state, info["final_obs"], np.flatnonzero(done).tolist())
         self._done = done
-        self.any_episode_end = bool(done.any()) if self._next_step else any_start
+        self.any_episode_end = _count_nonzero(done) > 0 if self._next_step else any_start
         self._state = state
         self._reward = reward
         self._terminated = terminated
