@@ -179,10 +179,11 @@ class EpisodeTracker:
         self.running_reward += reward
         self.running_length += stepped
         if self.keep_rewards:
-            for lane in np.flatnonzero(stepped).tolist():
+            for lane in np.asarray(stepped).nonzero()[0].tolist():
                 self.lane_rewards[lane].append(float(reward[lane]))
         terminated, truncated = env.is_terminated, env.is_truncated
-        ended = np.flatnonzero(over & stepped if games else terminated | truncated)
+        # mask.nonzero()[0], not np.flatnonzero: ~0.1 us against ~1 us, on every act
+        ended = np.asarray(over & stepped if games else terminated | truncated).nonzero()[0]
         if not ended.size:
             return ()
         if games:
