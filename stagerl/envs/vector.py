@@ -173,6 +173,9 @@ class GymVectorEnv(VectorEnv):
             )
         self.env = env
         self._fresh_obs = type(env) in (SyncVectorEnv, AsyncVectorEnv) and env.copy is True
+        # gymnasium's own vector envs report reward 0 and no flags in a lane a NEXT_STEP act only
+        # resets; anything else (wrappers, custom envs) is masked there (see act).
+        self._masks_reset_lanes = type(env) not in (SyncVectorEnv, AsyncVectorEnv)
         self.autoreset_mode = _autoreset_mode(env)
         self._next_step = self.autoreset_mode == AutoresetMode.NEXT_STEP
         if not array_observations(env.single_observation_space):
@@ -244,8 +247,7 @@ class GymVectorEnv(VectorEnv):
         if self._next_step:
             start = self._done  # the lanes that ended last step were only reset now
             self.any_episode_start = any_start = _count_nonzero(start) > 0
-            if any_start:
-                # gymnasium already reports 0 / False there; a custom VectorEnv may not
+            if any_start and self._masks_reset_lanes:
                 reward = reward.copy()
                 reward[start] = 0.0
                 terminated = terminated & ~start
