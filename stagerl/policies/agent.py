@@ -88,8 +88,10 @@ class Agent(Policy):
             )
         self._policy = policy
         self._trajectory = trajectory
-        #: ``push_row(step_dict)``: the trajectory's push without packing the names each step.
+        #: ``push_row(step_dict)``: the trajectory's push without packing the names each step;
+        #: ``_push_step`` the same for a plain step's four names, looked up once.
         self._push_row = _row_pusher(trajectory)
+        self._push_step = _row_pusher(trajectory, _PLAIN_STEP)
         keys = _trace_names(trajectory)
         # Resolved once: the pushes need them on every step and episode.
         self._completes_with_next_action = "next_action" in keys
@@ -151,11 +153,20 @@ _STEP_TRACES = frozenset(("state", "next_state", "action", "next_action", "rewar
                           "truncated", "legal_actions_mask", "next_legal_actions_mask"))
 
 
-def _row_pusher(trajectory: Any) -> Any:
+#: The names of a plain step, in the order the Agent pushes them.
+_PLAIN_STEP = ("state", "action", "reward", "terminal")
+
+
+def _row_pusher(trajectory: Any, keys: tuple | None = None) -> Any:
+    """``push(step_dict)`` for ``trajectory``: its ``push_function(keys)`` or ``push_row``
+    where it has them, else its ``push(**step)`` (a trajectory of the user's own)."""
+    push_function = getattr(trajectory, "push_function", None)
+    if keys is not None and callable(push_function) and isinstance(trajectory, Trajectory):
+        return push_function(keys)
     push_row = getattr(trajectory, "push_row", None)
     if callable(push_row):
         return push_row
-    push = trajectory.push  # a trajectory of the user's own, with push(**step) alone
+    push = trajectory.push
     return lambda step: push(**step)
 
 
@@ -254,7 +265,7 @@ def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
     if env.is_truncated:  # the common step: one attribute read more
         record_step(agent, env, action)
         return
-    agent._push_row(
+    agent._push_step(
         {"state": env.state, "action": action, "reward": env.reward,
          "terminal": env.is_terminated})
 

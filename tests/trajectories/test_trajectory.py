@@ -245,27 +245,37 @@ def _random_pushes(rng, n_lanes, steps):
     return pushes
 
 
-@pytest.mark.parametrize("n_lanes", [None, 3])
-def test_push_row_stores_and_counts_exactly_what_push_does(n_lanes):
-    # push_row is push without packing the names: the same rows, episodes, lanes and counts
+@pytest.mark.parametrize("n_lanes", [None, 3, "learned"])
+def test_push_row_and_push_function_store_and_count_exactly_what_push_does(n_lanes):
+    # push_row and push_function(keys) are push without packing the names: the same rows,
+    # episodes, lanes and counts ("learned": the first push makes the 3 lanes)
     from trajectories import EpisodeSampleRatioController
 
     def make():
-        return Trajectory(CircularArraySARTSTraces(capacity=8), n_lanes=n_lanes,
+        return Trajectory(CircularArraySARTSTraces(capacity=8),
+                          n_lanes=None if n_lanes == "learned" else n_lanes,
                           controller=EpisodeSampleRatioController())
 
-    by_push, by_row = make(), make()
-    for values in _random_pushes(np.random.default_rng(0), n_lanes, 300):
+    by_push, by_row, by_function = make(), make(), make()
+    functions = {}  # one push function per set of names, made once and kept
+    lanes = 3 if n_lanes == "learned" else n_lanes
+    for values in _random_pushes(np.random.default_rng(0), lanes, 300):
         by_push.push(**values)
         by_row.push_row(dict(values))
-        for name in ("state", "next_state", "action", "reward", "terminal"):
-            np.testing.assert_array_equal(by_row[name], by_push[name])
-        np.testing.assert_array_equal(by_row.container.sampleable_inds,
-                                      by_push.container.sampleable_inds)
-        np.testing.assert_array_equal(by_row.container.step_numbers,
-                                      by_push.container.step_numbers)
-    assert by_row.controller.n_episodes == by_push.controller.n_episodes > 10
-    assert len(by_row) == len(by_push) > 0
+        keys = tuple(values)
+        if keys not in functions:
+            functions[keys] = by_function.push_function(keys)
+        functions[keys](dict(values))
+        for other in (by_row, by_function):
+            for name in ("state", "next_state", "action", "reward", "terminal"):
+                np.testing.assert_array_equal(other[name], by_push[name])
+            np.testing.assert_array_equal(other.container.sampleable_inds,
+                                          by_push.container.sampleable_inds)
+            np.testing.assert_array_equal(other.container.step_numbers,
+                                          by_push.container.step_numbers)
+            assert other.controller.n_episodes == by_push.controller.n_episodes
+    assert by_push.controller.n_episodes > 10 and by_push.n_lanes == lanes
+    assert len(by_row) == len(by_function) == len(by_push) > 0
 
 
 def test_push_row_leaves_the_dict_it_was_given_unchanged():
