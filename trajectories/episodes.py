@@ -139,6 +139,8 @@ class EpisodesBuffer:
         write = write_function_of(self.traces, keys)
         pad = write_function_of(self.traces, keys, pad=True) if kind == PARTIAL else None
         fn = partial(self._push, kind, write, pad)
+        if kind == FULL:
+            fn = self._step_function(write, fn)
         if len(self._push_functions) < 64:  # a layout sees a handful of key sets
             self._push_functions[keys] = fn
         return fn
@@ -147,10 +149,14 @@ class EpisodesBuffer:
         """Push one step (full), an episode's first state (partial) or ``next_action``."""
         self.push_function(tuple(row))(row)
 
-    def _push(self, kind: int, write, pad, row: dict) -> int:
-        # Every rule, for any traces; the common case first: a step in a running episode.
-        meta, phase = self._meta, self._phase
-        if kind == FULL and phase >= STEP_PHASES_FROM:
+    def _step_function(self, write, general):
+        """``push(row)`` of a full step: the common case (a step in a running episode) here,
+        one call, anything else through ``general`` (`_push`, every rule)."""
+        meta = self._meta  # made once, in __init__: never replaced
+
+        def push_step(row: dict) -> int:
+            if self._phase < STEP_PHASES_FROM:
+                return general(row)
             evict = write(row)  # raises before writing anything
             # The previous row is complete now; with next_action, the row before it (its next
             # action just arrived), which exists from the episode's second step on.
@@ -158,6 +164,12 @@ class EpisodesBuffer:
             meta.append(step + 1, self._back_late if step >= 2 else self._back_early, evict)
             self._phase = STEPPING
             return 1
+
+        return push_step
+
+    def _push(self, kind: int, write, pad, row: dict) -> int:
+        # Every rule, for any traces (a full step in a running episode is `_step_function`'s).
+        meta, phase = self._meta, self._phase
         if not self._rules.allowed[kind][phase]:
             raise self._rules.refusal(kind, phase)
         if kind == FULL:              # first push of a layout without multiplex

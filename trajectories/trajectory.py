@@ -126,6 +126,11 @@ class Trajectory:
         ``episode_start=``, ``lanes=`` and ``restart=`` (see `LanedEpisodesBuffer.push`), and
         counts one insert per lane that got a step. After ``use_lane(k)`` it takes one env's
         values and writes lane ``k`` alone (see `use_lane`)."""
+        self.push_row(step)
+
+    def push_row(self, step: dict) -> None:
+        """``push(**step)`` for a ``step`` already in a dict (a producer that builds one per
+        step saves packing and unpacking the names); ``step`` is not changed or kept."""
         if self._detour:
             if self._lane is None:  # the first push: one state per sub-env makes lanes
                 self._push_first(step)
@@ -136,10 +141,44 @@ class Trajectory:
         row = step
         if "truncated" in step and not self._stores_truncated:  # the controller's alone
             row = {k: v for k, v in step.items() if k != "truncated"}
-        n = self.container.push_function(tuple(row))(row)
+        container = self.container
+        n = container.push_function(tuple(row))(row)
         if n:
-            self.controller.on_insert(
-                n, step if self.n_lanes is None else self.container.inserted(step))
+            self.controller.on_insert(n, step if self.n_lanes is None else container.inserted(step))
+
+    def push_function(self, keys: tuple):
+        """``push(step)``, the same as `push_row` for steps with exactly the names ``keys`` (in
+        that order), for a producer that pushes the same names on every step: the container's
+        function for those names is looked up once, not per push. It follows the trajectory
+        (a first push that makes lanes, `use_lane`, a new container) as `push_row` does.
+
+        Example:
+            >>> from trajectories import CircularArraySARTSTraces
+            >>> t = Trajectory(CircularArraySARTSTraces(capacity=10))
+            >>> t.push(state=0)
+            >>> push_step = t.push_function(("state", "action", "reward", "terminal"))
+            >>> for s in (1, 2):
+            ...     push_step({"state": s, "action": 1, "reward": 1.0, "terminal": s == 2})
+            >>> t["state"].tolist(), t["next_state"].tolist(), t.controller.n_inserted
+            ([0, 1], [1, 2], 2)
+        """
+        keys = tuple(keys)
+        names_truncated = "truncated" in keys
+        found = [None, None]  # the container, and its push function for ``keys``
+
+        def push_step(step: dict) -> None:
+            if self._detour or (names_truncated and not self._stores_truncated):
+                self.push_row(step)
+                return
+            container = self.container
+            if found[0] is not container:
+                found[:] = container, container.push_function(keys)
+            n = found[1](step)
+            if n:
+                self.controller.on_insert(
+                    n, step if self.n_lanes is None else container.inserted(step))
+
+        return push_step
 
     def _push_first(self, step: dict) -> None:
         """The first push: one state per sub-env splits the trajectory into lanes. A push that

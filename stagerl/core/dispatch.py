@@ -52,7 +52,8 @@ class MissingMethodError(plum.NotFoundLookupError):
 def forwarding(target):
     """Mark a method that only forwards its call: ``target(*args)`` gives ``(function, args)``
     of the call it makes. The run loop resolves the forwarded call once per experiment instead of
-    paying two dispatches per step (the Agent's ``plan`` and ``optimise`` are such methods)."""
+    paying two dispatches per step (the Agent's ``plan`` and ``optimise`` are such methods); a
+    ``function`` that is not a generic function (a hook's own ``post_act``) is called as it is."""
 
     def mark(method):
         method.forwards_to = target

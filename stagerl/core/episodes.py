@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from stagerl.core.dispatch import DEFAULT_PRECEDENCE, push
+from stagerl.core.dispatch import DEFAULT_PRECEDENCE, forwarding, push
 from stagerl.core.env import VectorEnv
 from stagerl.core.hooks_base import Hook
 from stagerl.core.stages import PostActStage, PostEpisodeStage, PreEpisodeStage
@@ -179,10 +179,11 @@ class EpisodeTracker:
         self.running_reward += reward
         self.running_length += stepped
         if self.keep_rewards:
-            for lane in np.flatnonzero(stepped).tolist():
+            for lane in np.asarray(stepped).nonzero()[0].tolist():
                 self.lane_rewards[lane].append(float(reward[lane]))
         terminated, truncated = env.is_terminated, env.is_truncated
-        ended = np.flatnonzero(over & stepped if games else terminated | truncated)
+        # mask.nonzero()[0], not np.flatnonzero: ~0.1 us against ~1 us, on every act
+        ended = np.asarray(over & stepped if games else terminated | truncated).nonzero()[0]
         if not ended.size:
             return ()
         if games:
@@ -312,16 +313,23 @@ class EpisodeHook(Hook):
                 setattr(self, name, getattr(tracker, attribute))
 
 
+# Each push only calls the hook's own method: the run loop calls that method directly
+# (``forwarding``), one Python call less per hook and step.
+
+
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
+@forwarding(lambda hook, stage, policy, env: (hook.pre_episode, (policy, env)))
 def _push_episode_hook_pre_episode(hook: EpisodeHook, stage: PreEpisodeStage, policy, env):
     hook.pre_episode(policy, env)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
+@forwarding(lambda hook, stage, policy, env: (hook.post_act, (policy, env)))
 def _push_episode_hook_post_act(hook: EpisodeHook, stage: PostActStage, policy, env):
     hook.post_act(policy, env)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
+@forwarding(lambda hook, stage, policy, env: (hook.post_episode, (policy, env)))
 def _push_episode_hook_post_episode(hook: EpisodeHook, stage: PostEpisodeStage, policy, env):
     hook.post_episode(policy, env)

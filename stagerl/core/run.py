@@ -201,11 +201,15 @@ class Experiment:
         calls = StageCalls(policy, env, hook)  # resolved after PreExperiment, which may register
         if self.check_methods:
             check_methods(policy, env, composed_members(hook, PRE_EXPERIMENT, policy, env))
+        # Bound once: the per-step lookups of these methods cost more than the checks of the
+        # default conditions themselves.
+        check_stop, check_reset = stop_condition.check, reset_condition.check
         stop = False
         while not stop:
             calls = calls.current()
             pre_act, plan_action, post_act = calls.pre_act, calls.plan, calls.post_act
             push_with_action = calls.push_with_action
+            act = env.act
             if start_at is None:
                 env.reset()
                 _refuse_finished_episode(env)
@@ -213,20 +217,23 @@ class Experiment:
                     call()
             else:  # the episode a saved run was in goes on from the step it ended at
                 stop, start_at = start_at.stopped, None
-            while not stop and not reset_condition.check(policy, env):
+            while not stop and not check_reset(policy, env):
                 for call in pre_act:
                     call()
                 action = plan_action()
-                env.act(action)
+                act(action)
                 env.last_action = action
                 push_action = push_with_action[type(action)]
                 if push_action is not None:
                     push_action(policy, POST_ACT, env, action)  # the only push given the action
                 for call in post_act:  # optimise(policy, PostActStage()); push(hook, ...)
                     call()
-                stop = bool(stop_condition.check(policy, env))  # after the PostAct hook
-                for callback in after_step:
-                    callback(stop)
+                stop = check_stop(policy, env)  # after the PostAct hook
+                if stop is not True and stop is not False:
+                    stop = bool(stop)
+                if after_step:
+                    for callback in after_step:
+                        callback(stop)
             for call in calls.post_episode:
                 call()
 

@@ -185,7 +185,10 @@ def _bound(function: plum.Function, args: tuple) -> tuple:
         return (partial(function, *args),)
     forwards_to = getattr(method, "forwards_to", None)
     if forwards_to is not None:  # e.g. plan(agent, env) is plan(agent.policy, env)
-        return _bound(*forwards_to(*args))
+        target, forwarded = forwards_to(*args)
+        if isinstance(target, plum.Function):
+            return _bound(target, forwarded)
+        return (partial(target, *forwarded),)  # e.g. a per-episode hook's own post_act
     return (partial(method, *args),)
 
 
@@ -216,6 +219,9 @@ def _described(call: partial) -> str:
     method = call.func
     generic = next((f for f in (push, plan, optimise) if method is f), None)
     arguments = ", ".join(short_name(a) for a in call.args)
+    owner = getattr(method, "__self__", None)
+    if owner is not None:  # a hook's own method, which its push method forwards to
+        return f"{short_name(owner)}.{method.__name__}({arguments}) -> {_where(method)}"
     if generic is not None:  # kept as the plain call: plum resolves it at each call
         return f"{generic.__name__}({arguments}) -> dispatched at each call"
     name = next((f.__name__ for f in (push, plan, optimise)

@@ -16,6 +16,8 @@ from stagerl.core.env import VectorEnv
 from stagerl.envs.batched_observations import array_observations, copied, with_final_observations
 from stagerl.envs.native_state import env_as_data, env_from_data
 
+_count_nonzero = np.count_nonzero
+
 __all__ = ["GymVectorEnv"]
 
 _SUPPORTED_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
@@ -171,6 +173,9 @@ class GymVectorEnv(VectorEnv):
             )
         self.env = env
         self._fresh_obs = type(env) in (SyncVectorEnv, AsyncVectorEnv) and env.copy is True
+        # gymnasium's own vector envs report reward 0 and no flags in a lane a NEXT_STEP act only
+        # resets; anything else (wrappers, custom envs) is masked there (see act).
+        self._masks_reset_lanes = type(env) not in (SyncVectorEnv, AsyncVectorEnv)
         self.autoreset_mode = _autoreset_mode(env)
         self._next_step = self.autoreset_mode == AutoresetMode.NEXT_STEP
         if not array_observations(env.single_observation_space):
@@ -221,10 +226,15 @@ class GymVectorEnv(VectorEnv):
 
     def act(self, action: Any) -> None:
         """Step every sub-env with its action (a batch with one action per sub-env)."""
-        if hasattr(action, "detach"):  # a torch tensor from a policy's forward: the env wants numpy
-            action = action.detach().cpu().numpy()
-        if not self._action_batch_checked:
-            self._check_batch(action)
+        if type(action) is np.ndarray:  # the common case: a miss of hasattr costs ~0.3 us
+            if not self._action_batch_checked and (not action.ndim or
+                                                   action.shape[0] != self.num_envs):
+                self._check_batch(action)
+        else:
+            if hasattr(action, "detach"):  # a torch tensor from a policy's forward
+                action = action.detach().cpu().numpy()
+            if not self._action_batch_checked:
+                self._check_batch(action)
         obs, reward, terminated, truncated, info = self.env.step(action)
         # A copy the next step cannot touch: gymnasium's own vector envs hand one out already
         # unless built with copy=False; anything else (wrappers, custom envs) is copied here.
@@ -233,11 +243,11 @@ class GymVectorEnv(VectorEnv):
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)
         done = terminated | truncated
+        # np.count_nonzero, not .any(): ~0.2 us against ~1 us on 8 lanes, twice every act.
         if self._next_step:
             start = self._done  # the lanes that ended last step were only reset now
-            self.any_episode_start = any_start = bool(start.any())
-            if any_start:
-                # gymnasium already reports 0 / False there; a custom VectorEnv may not
+            self.any_episode_start = any_start = _count_nonzero(start) > 0
+            if any_start and self._masks_reset_lanes:
                 reward = reward.copy()
                 reward[start] = 0.0
                 terminated = terminated & ~start
@@ -247,12 +257,12 @@ class GymVectorEnv(VectorEnv):
         else:
             start = done
             self._final_state = state
-            self.any_episode_start = any_start = bool(done.any())
+            self.any_episode_start = any_start = _count_nonzero(done) > 0
             if any_start:
                 self._final_state = with_final_observations(
                     state, info["final_obs"], np.flatnonzero(done).tolist())
         self._done = done
-        self.any_episode_end = bool(done.any()) if self._next_step else any_start
+        self.any_episode_end = _count_nonzero(done) > 0 if self._next_step else any_start
         self._state = state
         self._reward = reward
         self._terminated = terminated

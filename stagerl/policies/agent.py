@@ -13,6 +13,7 @@ from stagerl.core.policy import Policy
 from stagerl.core.stages import PostActStage, PostEpisodeStage, PreEpisodeStage, Stage
 from stagerl.policies.recurrent import STATE_TRACE, RecurrentPolicy
 from stagerl.policies.vector_steps import (
+    _add_extra,
     complete_vector_episode,
     legal_actions_mask,
     record_vector_step,
@@ -87,6 +88,10 @@ class Agent(Policy):
             )
         self._policy = policy
         self._trajectory = trajectory
+        #: ``push_row(step_dict)``: the trajectory's push without packing the names each step;
+        #: ``_push_step`` the same for a plain step's four names, looked up once.
+        self._push_row = _row_pusher(trajectory)
+        self._push_step = _row_pusher(trajectory, _PLAIN_STEP)
         keys = _trace_names(trajectory)
         # Resolved once: the pushes need them on every step and episode.
         self._completes_with_next_action = "next_action" in keys
@@ -148,6 +153,23 @@ _STEP_TRACES = frozenset(("state", "next_state", "action", "next_action", "rewar
                           "truncated", "legal_actions_mask", "next_legal_actions_mask"))
 
 
+#: The names of a plain step, in the order the Agent pushes them.
+_PLAIN_STEP = ("state", "action", "reward", "terminal")
+
+
+def _row_pusher(trajectory: Any, keys: tuple | None = None) -> Any:
+    """``push(step_dict)`` for ``trajectory``: its ``push_function(keys)`` or ``push_row``
+    where it has them, else its ``push(**step)`` (a trajectory of the user's own)."""
+    push_function = getattr(trajectory, "push_function", None)
+    if keys is not None and callable(push_function) and isinstance(trajectory, Trajectory):
+        return push_function(keys)
+    push_row = getattr(trajectory, "push_row", None)
+    if callable(push_row):
+        return push_row
+    push = trajectory.push
+    return lambda step: push(**step)
+
+
 def _trace_names(trajectory: Any) -> tuple[str, ...]:
     container = getattr(trajectory, "container", trajectory)
     keys = getattr(container, "keys", None)
@@ -167,9 +189,9 @@ def _push_agent_pre_episode(agent: Agent, stage: PreEpisodeStage, env):
         start_vector_episode(agent, env)
         return
     if agent._plain_steps:
-        agent._trajectory.push(state=env.state)
+        agent._push_row({"state": env.state})
         return
-    agent._trajectory.push(**state_values(agent, env, env.state))
+    agent._push_row(state_values(agent, env, env.state))
 
 
 def start_recurrent_episode(agent: Agent, env: Any) -> None:
@@ -226,9 +248,10 @@ def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
         extra["truncated"] = True
     if agent._stores_legal_mask and "legal_actions_mask" not in extra:
         extra["legal_actions_mask"] = legal_actions_mask(env)
-    agent._trajectory.push(
-        state=env.state, action=action, reward=env.reward, terminal=env.is_terminated, **extra
-    )
+    row = {"state": env.state, "action": action, "reward": env.reward,
+           "terminal": env.is_terminated}
+    _add_extra(row, extra)
+    agent._push_row(row)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)
@@ -242,9 +265,9 @@ def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
     if env.is_truncated:  # the common step: one attribute read more
         record_step(agent, env, action)
         return
-    agent._trajectory.push(
-        state=env.state, action=action, reward=env.reward, terminal=env.is_terminated
-    )
+    agent._push_step(
+        {"state": env.state, "action": action, "reward": env.reward,
+         "terminal": env.is_terminated})
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)

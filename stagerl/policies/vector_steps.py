@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from stagerl.core.dispatch import plan
@@ -35,6 +36,21 @@ from trajectories import Trajectory, split_lanes
 
 __all__ = ["start_vector_episode", "record_vector_step", "complete_vector_episode",
            "plan_at_final_states", "state_values", "legal_actions_mask"]
+
+
+_NEXT_STEP = AutoresetMode.NEXT_STEP
+_count_nonzero = np.count_nonzero  # ~0.2 us on 8 lanes, where .any() costs ~1 us
+
+
+def _add_extra(row: dict, extra: dict) -> None:
+    """``row`` with ``extra``'s values added; a name in both is refused, as ``push(**row,
+    **extra)`` would refuse it."""
+    if extra:
+        both = row.keys() & extra.keys()
+        if both:
+            raise TypeError(f"got {sorted(both)} in extra, but the Agent fills {sorted(both)} "
+                            "itself; leave them out of extra")
+        row.update(extra)
 
 
 def legal_actions_mask(env: Any) -> Any:
@@ -79,26 +95,29 @@ def record_vector_step(agent: Any, env: Any, action: Any, extra: dict) -> None:
     trajectory = agent._trajectory
     if agent._stores_truncated:
         extra.setdefault("truncated", env.is_truncated)
-    elif env.any_episode_end and env.is_truncated.any():
+    elif env.any_episode_end and _count_nonzero(env.is_truncated):
         extra["truncated"] = env.is_truncated
     if agent._stores_legal_mask and "legal_actions_mask" not in extra:
         extra["legal_actions_mask"] = legal_actions_mask(env)
-    start = env.episode_start
     restarted = env.any_episode_start
-    if env.autoreset_mode is AutoresetMode.NEXT_STEP:
-        if agent._completes_with_next_action and restarted:
-            # The reset-only act's action was planned at the final state of the lane's episode.
-            trajectory.push(next_action=action, lanes=start)
-        if restarted:  # most acts start no episode: no mask to pass then
-            extra["episode_start"] = start
-        trajectory.push(
-            state=env.state, action=action, reward=env.reward, terminal=env.is_terminated, **extra
-        )
+    if env.autoreset_mode is _NEXT_STEP:
+        if restarted:
+            start = env.episode_start
+            if agent._completes_with_next_action:
+                # The reset-only act's action was planned at the final state of the lane's
+                # episode.
+                trajectory.push(next_action=action, lanes=start)
+            extra["episode_start"] = start  # most acts start no episode: no mask to pass then
+        row = {"state": env.state, "action": action, "reward": env.reward,
+               "terminal": env.is_terminated}
+        _add_extra(row, extra)
+        agent._push_row(row)
         return
-    trajectory.push(
-        state=env.final_state, action=action, reward=env.reward, terminal=env.is_terminated,
-        **extra,
-    )
+    start = env.episode_start
+    row = {"state": env.final_state, "action": action, "reward": env.reward,
+           "terminal": env.is_terminated}
+    _add_extra(row, extra)
+    agent._push_row(row)
     if restarted:
         if agent._completes_with_next_action:
             trajectory.push(next_action=plan_at_final_states(agent, env), lanes=start)

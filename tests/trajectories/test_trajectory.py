@@ -214,3 +214,75 @@ def test_truncated_in_a_laned_extend_and_push_counts_per_lane():
     assert t.extend(1, new_episode=False, state=[13, 14], action=[0, 0], reward=[0.0, 0.0],
                     terminal=[False, False], truncated=[False, True]) == 2
     assert t.controller.n_episodes == 3 and "truncated" not in t.keys()
+
+
+def _random_pushes(rng, n_lanes, steps):
+    """A run of pushes with episode boundaries and truncations: ``(names -> values)`` dicts, one
+    value per lane when ``n_lanes``; the ring of capacity 8 wraps many times over."""
+    shape = () if n_lanes is None else (n_lanes,)
+    pushes = [{"state": rng.integers(100, size=shape)}]
+    started = np.ones(shape, dtype=bool)  # lanes whose episode has no step yet
+    for _ in range(steps):
+        step = {"state": rng.integers(100, size=shape), "action": rng.integers(3, size=shape),
+                "reward": rng.random(size=shape), "terminal": rng.random(size=shape) < 0.1}
+        if n_lanes is None:
+            step = {k: v.item() if isinstance(v, np.ndarray) else v for k, v in step.items()}
+            if rng.random() < 0.1:
+                step["truncated"] = True
+            pushes.append(step)
+            if step["terminal"] or step.get("truncated"):
+                pushes.append({"state": int(rng.integers(100))})
+        else:
+            starts = (rng.random(size=shape) < 0.3) & ~started  # a step between two starts
+            if rng.random() < 0.3 and starts.any():
+                step["episode_start"] = starts
+                started = starts
+            else:
+                started = np.zeros(shape, dtype=bool)
+            if rng.random() < 0.1:
+                step["truncated"] = rng.random(size=shape) < 0.5
+            pushes.append(step)
+    return pushes
+
+
+@pytest.mark.parametrize("n_lanes", [None, 3, "learned"])
+def test_push_row_and_push_function_store_and_count_exactly_what_push_does(n_lanes):
+    # push_row and push_function(keys) are push without packing the names: the same rows,
+    # episodes, lanes and counts ("learned": the first push makes the 3 lanes)
+    from trajectories import EpisodeSampleRatioController
+
+    def make():
+        return Trajectory(CircularArraySARTSTraces(capacity=8),
+                          n_lanes=None if n_lanes == "learned" else n_lanes,
+                          controller=EpisodeSampleRatioController())
+
+    by_push, by_row, by_function = make(), make(), make()
+    functions = {}  # one push function per set of names, made once and kept
+    lanes = 3 if n_lanes == "learned" else n_lanes
+    for values in _random_pushes(np.random.default_rng(0), lanes, 300):
+        by_push.push(**values)
+        by_row.push_row(dict(values))
+        keys = tuple(values)
+        if keys not in functions:
+            functions[keys] = by_function.push_function(keys)
+        functions[keys](dict(values))
+        for other in (by_row, by_function):
+            for name in ("state", "next_state", "action", "reward", "terminal"):
+                np.testing.assert_array_equal(other[name], by_push[name])
+            np.testing.assert_array_equal(other.container.sampleable_inds,
+                                          by_push.container.sampleable_inds)
+            np.testing.assert_array_equal(other.container.step_numbers,
+                                          by_push.container.step_numbers)
+            assert other.controller.n_episodes == by_push.controller.n_episodes
+    assert by_push.controller.n_episodes > 10 and by_push.n_lanes == lanes
+    assert len(by_row) == len(by_function) == len(by_push) > 0
+
+
+def test_push_row_leaves_the_dict_it_was_given_unchanged():
+    t = Trajectory(CircularArraySARTSTraces(capacity=8))
+    t.push_row({"state": 0})
+    step = {"state": 1, "action": 0, "reward": 1.0, "terminal": False, "truncated": True}
+    t.push_row(step)
+    assert step == {"state": 1, "action": 0, "reward": 1.0, "terminal": False,
+                    "truncated": True}
+    assert t["next_state"].tolist() == [1]

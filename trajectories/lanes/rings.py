@@ -46,6 +46,11 @@ from trajectories.lanes.base import (
 
 __all__ = ["RingLanes"]
 
+# On a few lanes np.count_nonzero costs ~0.2 us where .any() and .all() cost ~1 us, and
+# mask.nonzero()[0] ~0.1 us where np.flatnonzero(mask) costs ~1 us; a push asks several such
+# questions.
+_count_nonzero = np.count_nonzero
+
 
 class RingLanes(LanedEpisodesBuffer):
     """`LanedEpisodesBuffer` for SARTS-like ring layouts; ``split_lanes(traces, n)`` builds one
@@ -177,8 +182,14 @@ class RingLanes(LanedEpisodesBuffer):
         for phase in (EMPTY, STARTED, STEPPING):
             if allowed[phase] or (restart and kind == PARTIAL and phase == STARTED):
                 continue
-            bad = lanes & self._in_phase(phase)
-            if bad.any():
+            if phase == STARTED:  # every vector step checks this one: narrowed in two steps
+                bad = lanes & (self._step == 1)
+                if not _count_nonzero(bad):
+                    continue
+                bad &= self._in_phase(STARTED)
+            else:
+                bad = lanes & self._in_phase(phase)
+            if _count_nonzero(bad):
                 raise self._rules.refusal(kind, phase, lane=int(np.flatnonzero(bad)[0]))
 
     # -- push -----------------------------------------------------------------------------------
@@ -187,10 +198,10 @@ class RingLanes(LanedEpisodesBuffer):
         n = self.n_lanes
         kind = key_set.kind
         chosen = None if lanes is None else _as_mask(lanes, n, "lanes")
-        if chosen is not None and chosen.all():
+        if chosen is not None and _count_nonzero(chosen) == n:
             chosen = None
         starts = None if episode_start is None else _as_mask(episode_start, n, "episode_start")
-        if starts is not None and (kind == PARTIAL or not starts.any()):
+        if starts is not None and (kind == PARTIAL or not _count_nonzero(starts)):
             starts = None  # a partial push starts an episode in every lane it reaches anyway
         cast = self._cast(key_set, row)
         name = self._state_names[0] if self._state_names[0] in cast else self._state_names[1]
@@ -236,8 +247,8 @@ class RingLanes(LanedEpisodesBuffer):
             grows = self._um > 0
         else:
             full_rings = m == P
-            if full_rings.any():
-                ev = np.flatnonzero(full_rings)
+            if _count_nonzero(full_rings):
+                ev = full_rings.nonzero()[0]
                 s = self._start[ev]
                 self._n_samp -= int(np.count_nonzero(self._samp[ev, s]))
                 self._samp[ev, s] = False
@@ -261,10 +272,12 @@ class RingLanes(LanedEpisodesBuffer):
                 inserted = n
                 self.last_full = None
             else:
-                lanes = np.flatnonzero(part)
-                pad = (lanes, at_prev[1]) if uniform else at_prev[part]
+                lanes = part.nonzero()[0]
                 for _, arr in plain:  # the rows into a new episode are padding
-                    arr[pad] = 0
+                    if uniform:
+                        arr[at_prev][part] = 0  # a column view, then a mask: ~2x faster
+                    else:
+                        arr[at_prev[part]] = 0
                 full = ~part
                 samp[at_prev] = full
                 inserted = int(np.count_nonzero(full))
@@ -287,7 +300,7 @@ class RingLanes(LanedEpisodesBuffer):
         if uniform:
             self._um += 1
         if not self._filled:
-            self._filled = bool(m.all())
+            self._filled = _count_nonzero(m) == n
         return inserted
 
     def _push_lanes(self, cast, state, full, part, restart=False) -> int:
@@ -300,7 +313,7 @@ class RingLanes(LanedEpisodesBuffer):
         self._uniform = False
         if self._any_kept:
             self._release_kept(part, full | part)
-        lanes = np.flatnonzero(full | part)
+        lanes = (full | part).nonzero()[0]
         ev = lanes[m[lanes] == P]
         if ev.size:  # full rings: the oldest state and row go
             s = self._start[ev]
@@ -311,14 +324,14 @@ class RingLanes(LanedEpisodesBuffer):
         start = self._start
         new = (start[lanes] + m[lanes]) % P
         self._states[lanes, new] = state[lanes]
-        f = np.flatnonzero(full)
+        f = full.nonzero()[0]
         if f.size:
             prev = (start[f] + m[f] - 1) % P
             for name, arr in self._plain:
                 arr[f, prev] = cast[name][f]
             self._samp[f, prev] = True
             self._n_samp += f.size
-        p = np.flatnonzero(part & ~empty)
+        p = (part & ~empty).nonzero()[0]
         if p.size:
             prev = (start[p] + m[p] - 1) % P
             for _, arr in self._plain:
@@ -328,7 +341,7 @@ class RingLanes(LanedEpisodesBuffer):
         step[part] = 1
         self._steps[lanes, new] = step[lanes]
         m[lanes] += 1
-        self._filled = bool(m.all())
+        self._filled = _count_nonzero(m) == self.n_lanes
         self.last_full = full
         return int(f.size)
 
@@ -339,7 +352,7 @@ class RingLanes(LanedEpisodesBuffer):
         kept = self._kept
         if starts is not None:
             gone = kept & starts
-            if gone.any():
+            if _count_nonzero(gone):
                 self._m[gone] = 0
                 self._step[gone] = 0
                 self._uniform = self._filled = False
@@ -347,7 +360,7 @@ class RingLanes(LanedEpisodesBuffer):
             kept[:] = False
         else:
             kept[reached] = False
-        self._any_kept = bool(kept.any())
+        self._any_kept = _count_nonzero(kept) > 0
 
     def _finish(self, lanes) -> None:
         """The running episodes of ``lanes`` end: write their length over their entries."""

@@ -874,3 +874,31 @@ def test_the_snippets_of_docs_loop_md_run(capsys, monkeypatch):
                  f'(stagerl/policies/agent.py:{line})']
     assert out[1] == repr(described)
     assert len(blocks) == 3
+
+
+class CountedSteps(rl.StepsPerEpisode):
+    """A per-episode hook with a more specific PostAct method of a user's own."""
+
+
+@rl.push.dispatch
+def _push_counted_steps_post_act(hook: CountedSteps, stage: rl.PostActStage, policy, env):
+    hook.log.append("user PostAct")
+    hook.post_act(policy, env)
+
+
+def test_a_per_episode_hooks_own_methods_are_called_directly_unless_a_user_method_wins():
+    plain, mine = rl.StepsPerEpisode(), CountedSteps()
+    mine.log = []
+    calls = stage_calls.StageCalls(RecordingPolicy([]), CountingEnv(), plain + mine)
+    # the default push only calls the hook's method: the loop calls that method itself
+    first, second = calls.post_act[-2:]  # the hook's calls come last
+    assert first.func == plain.post_act and first.args == (calls.policy, calls.env)
+    # the user's more specific method wins, as plain dispatch would pick it
+    assert second.func.__name__ == "_push_counted_steps_post_act"
+    assert [c.func for c in calls.pre_episode[-2:]] == [plain.pre_episode, mine.pre_episode]
+    hook = rl.run(RecordingPolicy([]), CountingEnv([], length=3),
+                  rl.StopAfterNSteps(7, progress=False), plain + mine)
+    assert hook[0].steps == hook[1].steps == [3, 3, 1] and hook[0].count == hook[1].count == 0
+    assert mine.log == ["user PostAct"] * 7
+    assert "StepsPerEpisode.post_act(RecordingPolicy, CountingEnv) -> EpisodeHook.post_act" \
+        in "\n".join(calls.lines())

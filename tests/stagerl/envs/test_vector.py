@@ -249,3 +249,39 @@ def test_stepped_marks_real_steps(mode):
     env.act([0, 0])  # lane 0 ended last act: NEXT_STEP only resets it now
     expected = [False, True] if mode == AutoresetMode.NEXT_STEP else [True, True]
     assert env.stepped.tolist() == expected
+
+
+class _PassThrough(gymnasium.vector.VectorWrapper):
+    """A vector wrapper that changes nothing: GymVectorEnv masks reset-only lanes behind it."""
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_gymnasiums_own_vector_envs_need_no_masking_of_reset_only_lanes(asynchronous):
+    # GymVectorEnv trusts gymnasium's own vector envs to report reward 0 and no flags in a lane
+    # that a NEXT_STEP act only resets; behind a wrapper it masks them itself. Both give the
+    # same figures, act by act, over many episode ends (CartPole, 5-step time limits too).
+    def make():
+        fns = [lambda i=i: gymnasium.make("CartPole-v1", max_episode_steps=5 + i)
+               for i in range(3)]
+        return (gymnasium.vector.AsyncVectorEnv(fns) if asynchronous
+                else gymnasium.vector.SyncVectorEnv(fns))
+
+    trusted, masked = GymVectorEnv(make(), seed=3), GymVectorEnv(_PassThrough(make()), seed=3)
+    assert not trusted._masks_reset_lanes and masked._masks_reset_lanes
+    trusted.reset(), masked.reset()
+    rng = np.random.default_rng(0)
+    restarts = 0
+    for _ in range(60):
+        action = rng.integers(2, size=3)
+        trusted.act(action), masked.act(action)
+        restarts += int(trusted.episode_start.sum())
+        for name in ("state", "reward", "is_terminated", "is_truncated", "episode_start",
+                     "stepped"):
+            np.testing.assert_array_equal(getattr(trusted, name), getattr(masked, name))
+        start = trusted.episode_start
+        assert not trusted.reward[start].any() and not trusted.is_terminated[start].any()
+        assert not trusted.is_truncated[start].any()
+        assert trusted.any_episode_start == masked.any_episode_start
+        assert trusted.any_episode_end == masked.any_episode_end
+    assert restarts > 10
+    trusted.close(), masked.close()

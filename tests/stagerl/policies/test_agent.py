@@ -280,3 +280,21 @@ def test_given_extra_values_win_over_the_ones_the_agent_knows():
     env.act(0)
     rl.record_step(agent, env, 0, truncated=True)
     assert agent.trajectory.container["truncated"].tolist() == [True]
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_record_step_refuses_extra_values_for_the_traces_the_agent_fills(vector):
+    env = rl.GymVectorEnv("CartPole-v1", num_envs=2, seed=0) if vector else \
+        rl.GymEnv("CartPole-v1", seed=0)
+    traces = rl.CircularArraySARTSTraces(capacity=8, state=(np.float32, (4,)),
+                                         action=(np.int64, ()))
+    agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(traces))
+    env.reset()
+    rl.push(agent, rl.PreEpisodeStage(), env)
+    action = rl.plan(agent, env)
+    env.act(action)
+    with pytest.raises(TypeError, match=r"\['reward'\] in extra"):
+        rl.record_step(agent, env, action, reward=0.0)
+    assert len(agent.trajectory) == 0  # nothing written
+    rl.record_step(agent, env, action)
+    assert len(agent.trajectory) == (2 if vector else 1)
