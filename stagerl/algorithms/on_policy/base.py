@@ -195,7 +195,20 @@ class OnPolicy(Policy):
         ``deterministic``: the most likely actions (the clipped mean), and nothing is drawn
         from ``rng``. ``mask`` (bool, one row per observation; Discrete action spaces only):
         actions among the legal ones."""
-        return self.draw(*self.model.act_outputs(self.states_tensor(states)), action_space, mask)
+        return self.draw(*self.act_outputs(states), action_space, mask)
+
+    def act_outputs(self, states: Any) -> tuple:
+        """The model's ``act_outputs`` for a batch of raw observations (normalised here if
+        asked): on the CPU, a flat float32 batch for an MLP goes through the model's numpy pass
+        (``numpy_act_outputs``: no torch call overhead per act), anything else through torch."""
+        if self.device.type == "cpu" and not is_nested(states) \
+                and hasattr(self.model, "numpy_act_outputs") and self.model.extractor is None:
+            x = self.state_rms.normalize(states) if self.state_rms is not None else \
+                np.asarray(states, dtype=np.float32)
+            outputs = self.model.numpy_act_outputs(x)
+            if outputs is not None:
+                return outputs
+        return self.model.act_outputs(self.states_tensor(states))
 
     def draw(self, out: np.ndarray, log_std: Any, value: np.ndarray, action_space: Any,
              mask: Any = None) -> tuple:
