@@ -218,8 +218,11 @@ class NatureCNN(nn.Module):
         self.features_dim = int(features_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.reshape(x.shape[0], -1, *self.frame)
-        x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+        # Channels last: the CPU's convolutions (oneDNN) run about a third faster on that
+        # layout, their backward passes most; a batch already in it is not copied again
+        # (see pixels_channels_last).
+        x = x.reshape(x.shape[0], -1, *self.frame).contiguous(memory_format=torch.channels_last)
+        x = x.float().div_(255.0) if x.dtype == torch.uint8 else x.float()
         return self.linear(self.cnn(x))
 
 

@@ -59,6 +59,25 @@ def test_the_nature_cnn_scales_uint8_pixels_inside_the_network(shape):
     assert cnn.cnn[0].in_channels == channels  # every axis but the frame's is a channel
 
 
+def test_the_nature_cnn_gives_the_plain_layouts_features_and_gradients_in_channels_last():
+    # It convolves in channels last (faster on the CPU): the general NCHW pass, through the
+    # same layers on a contiguous float copy, gives the same features and gradients.
+    torch.manual_seed(0)
+    cnn = NatureCNN(IMAGE, features_dim=16)
+    pixels = torch.from_numpy(np.random.default_rng(1).integers(0, 256, (5, 4, 84, 84), np.uint8))
+    out = cnn(pixels)
+    out.square().sum().backward()
+    fast = [p.grad.clone() for p in cnn.parameters()]
+    cnn.zero_grad()
+    plain = pixels.float().div(255.0).contiguous()
+    assert plain.is_contiguous() and not plain.is_contiguous(memory_format=torch.channels_last)
+    general = cnn.linear(cnn.cnn(plain))
+    general.square().sum().backward()
+    torch.testing.assert_close(out, general, rtol=1e-5, atol=1e-6)
+    for a, p in zip(fast, cnn.parameters(), strict=True):
+        torch.testing.assert_close(a, p.grad, rtol=1e-4, atol=1e-5)
+
+
 def test_the_nature_cnn_refuses_vectors_naming_the_mlp_extractor():
     with pytest.raises(ValueError, match=r"at least 36x36 .* shape \(8,\); use the 'mlp'"):
         NatureCNN(spaces.Box(-1.0, 1.0, (8,)))
