@@ -315,16 +315,23 @@ class OnPolicy(Policy):
         (torch tensors on the policy's device, observations normalised; a baseline other than
         the critic also gets the raw observations)."""
         rows = self.select(rollout)
-        batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
+        every = bool(rows.all())
+
+        def selected(value: np.ndarray) -> np.ndarray:  # the rows, time-major: t, then lane
+            return np.ascontiguousarray(value.reshape(-1, *value.shape[2:]) if every
+                                        else value[rows])  # every row: a view, no copy
+
+        batch = {name: torch.as_tensor(selected(value), device=self.device)
                  for name, value in rollout.items()
                  if not is_nested(value) and value.shape[:2] == rows.shape
                  and name not in ("state", "next_state")}
-        batch["state"] = self.states_tensor(tree_map(lambda v: v[rows], rollout["state"]))
+        batch["state"] = self.states_tensor(tree_map(selected, rollout["state"]))
         if "next_state" in rollout:  # for a policy that reads_next_state (raw, leaf by leaf)
             batch["next_state"] = tree_map(lambda v: torch.as_tensor(
-                np.ascontiguousarray(v[rows]), device=self.device), rollout["next_state"])
+                selected(v), device=self.device), rollout["next_state"])
         if not self.baseline.recorded:  # the baseline learns from the raw observations
-            batch["raw_state"] = tree_map(lambda v: torch.as_tensor(v[rows]), rollout["state"])
+            batch["raw_state"] = tree_map(lambda v: torch.as_tensor(selected(v)),
+                                          rollout["state"])
         return batch
 
     def bootstrap_values(self, container: Any, rows: np.ndarray,

@@ -15,6 +15,7 @@ import torch
 import stagerl as rl
 from stagerl.algorithms.on_policy import PPOConfig, make_ppo_agent, make_vector_env
 from stagerl.algorithms.on_policy.networks import ActorCritic
+from stagerl.algorithms.on_policy.rollout import read_rollout, time_major
 
 SPACES = {
     "discrete": gymnasium.spaces.Discrete(3),
@@ -119,3 +120,44 @@ def test_the_same_seed_gives_the_same_run_through_the_numpy_pass():
 
     for x, y in zip(run(), run(), strict=True):
         assert torch.equal(x, y)
+
+
+@pytest.mark.parametrize("counts", [[3, 3, 3], [3, 1, 2], [0, 2, 0]],
+                         ids=["full", "uneven", "some"])
+def test_the_time_major_grid_puts_each_transition_at_its_row_and_lane(counts):
+    # The full rollout's transpose and the general scatter give the same grid.
+    counts = np.array(counts)
+    lane = np.repeat(np.arange(3), counts)
+    t = np.concatenate([np.arange(c) for c in counts])
+    values = np.random.default_rng(0).standard_normal((len(t), 2, 2)).astype(np.float32)
+    expected = np.full((counts.max(), 3, 2, 2), -7.0, dtype=np.float32)
+    for i in range(len(t)):
+        expected[t[i], lane[i]] = values[i]
+    got = time_major(values, t, lane, counts, fill=-7.0)
+    assert got.dtype == np.float32 and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_a_full_rollouts_batch_holds_the_rows_the_general_selection_gives():
+    env = make_vector_env("CartPole-v1", num_envs=3, seed=0)
+    agent = make_ppo_agent(env, PPOConfig(n_steps=8, batch_size=24, n_epochs=1), seed=0,
+                           device="cpu")
+    policy, seen = agent.policy, {}
+    policy.update = lambda batch: seen.setdefault("batch", batch)
+    learn = policy.learn
+
+    def read_then_learn(container):
+        seen["rollout"] = read_rollout(container, policy)  # before it is learned and cleared
+        learn(container)
+
+    policy.learn = read_then_learn
+    rl.run(agent, env, rl.StopAfterNSteps(24, progress=False))
+    rollout = seen["rollout"]
+    rows = rollout["valid"]
+    assert rows.all() and set(seen["batch"]) == set(rollout) | {"advantage", "return"}
+    for name, value in seen["batch"].items():
+        if name in ("advantage", "return"):
+            continue  # added by postprocess, not read from the container
+        expected = rollout[name][rows] if name != "state" else policy.states_tensor(
+            rollout["state"][rows])
+        np.testing.assert_array_equal(np.asarray(value), np.asarray(expected), err_msg=name)
