@@ -32,10 +32,10 @@ from stagerl.algorithms._checks import (
     check_numbers,
     settings_name,
 )
-from stagerl.algorithms.extractors import check_extractor_name, input_dtypes
+from stagerl.algorithms.extractors import check_extractor_name, convolution_layout, input_dtypes
 from stagerl.algorithms.on_policy.baselines import Baseline, ValueNetworkBaseline
 from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd, build_model
-from stagerl.algorithms.on_policy.rollout import add_gae, carried_steps, read_rollout
+from stagerl.algorithms.on_policy.rollout import add_gae, carried_steps, read_rollout, rows_selector
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.env import VectorEnv
 from stagerl.core.policy import Policy, as_rng
@@ -198,14 +198,12 @@ class OnPolicy(Policy):
         return self.draw(*self.act_outputs(states), action_space, mask)
 
     def act_outputs(self, states: Any) -> tuple:
-        """The model's ``act_outputs`` for a batch of raw observations (normalised here if
-        asked): on the CPU, a flat float32 batch for an MLP goes through the model's numpy pass
-        (``numpy_act_outputs``: no torch call overhead per act), anything else through torch."""
+        """The model's ``act_outputs`` for a batch of raw observations: on the CPU, an MLP's
+        through its numpy pass (``numpy_act_outputs``: no torch call overhead), else torch's."""
         if self.device.type == "cpu" and not is_nested(states) \
                 and hasattr(self.model, "numpy_act_outputs") and self.model.extractor is None:
-            x = self.state_rms.normalize(states) if self.state_rms is not None else \
-                np.asarray(states, dtype=np.float32)
-            outputs = self.model.numpy_act_outputs(x)
+            x = self.state_rms.normalize(states) if self.state_rms is not None else states
+            outputs = self.model.numpy_act_outputs(np.asarray(x, dtype=np.float32))
             if outputs is not None:
                 return outputs
         return self.model.act_outputs(self.states_tensor(states))
@@ -315,23 +313,18 @@ class OnPolicy(Policy):
         (torch tensors on the policy's device, observations normalised; a baseline other than
         the critic also gets the raw observations)."""
         rows = self.select(rollout)
-        every = bool(rows.all())
-
-        def selected(value: np.ndarray) -> np.ndarray:  # the rows, time-major: t, then lane
-            return np.ascontiguousarray(value.reshape(-1, *value.shape[2:]) if every
-                                        else value[rows])  # every row: a view, no copy
-
+        selected = rows_selector(rows)
         batch = {name: torch.as_tensor(selected(value), device=self.device)
                  for name, value in rollout.items()
                  if not is_nested(value) and value.shape[:2] == rows.shape
                  and name not in ("state", "next_state")}
-        batch["state"] = self.states_tensor(tree_map(selected, rollout["state"]))
+        batch["state"] = convolution_layout(  # once here, not at every minibatch's pass
+            self.model.extractors(), self.states_tensor(tree_map(selected, rollout["state"])))
         if "next_state" in rollout:  # for a policy that reads_next_state (raw, leaf by leaf)
-            batch["next_state"] = tree_map(lambda v: torch.as_tensor(
-                selected(v), device=self.device), rollout["next_state"])
+            batch["next_state"] = tree_map(
+                lambda v: torch.as_tensor(selected(v), device=self.device), rollout["next_state"])
         if not self.baseline.recorded:  # the baseline learns from the raw observations
-            batch["raw_state"] = tree_map(lambda v: torch.as_tensor(selected(v)),
-                                          rollout["state"])
+            batch["raw_state"] = tree_map(lambda v: torch.as_tensor(selected(v)), rollout["state"])
         return batch
 
     def bootstrap_values(self, container: Any, rows: np.ndarray,

@@ -157,6 +157,10 @@ class ActorCritic(nn.Module):
             return actor, actor
         return actor, self.critic_extractor(states)
 
+    def extractors(self) -> tuple:
+        """The feature extractors (none, a shared one, or the actor's and the critic's)."""
+        return tuple(e for e in (self.extractor, self.critic_extractor) if e is not None)
+
     def _actor_features(self, states: Any) -> torch.Tensor:
         return states if self.extractor is None else self.extractor(states)
 

@@ -34,9 +34,9 @@ from trajectories import (
 )
 from trajectories.nested import is_nested, tree_map
 
-__all__ = ["rollout_trajectory", "legal_actions_mask_spec", "rows_of", "check_rollout_size",
-           "read_rollout", "time_major", "episode_steps", "carried_steps", "add_gae",
-           "add_discounted_returns", "make_vector_env"]
+__all__ = ["rollout_trajectory", "legal_actions_mask_spec", "rows_selector", "rows_of",
+           "check_rollout_size", "read_rollout", "time_major", "episode_steps", "carried_steps",
+           "add_gae", "add_discounted_returns", "make_vector_env"]
 
 
 def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
@@ -91,6 +91,21 @@ def legal_actions_mask_spec(env: Any) -> tuple | None:
             f"algorithms take for a Discrete action space only, got {action_space}; give the "
             "env a Discrete action space, or drop its masks")
     return np.bool_, (int(action_space.n),)
+
+
+def rows_selector(rows: np.ndarray) -> Any:
+    """A function from a ``(T, n_lanes, ...)`` grid to its rows where ``rows`` (bool
+    ``(T, n_lanes)``) is True, time-major (``t``, then the lane), C-contiguous; where every
+    row is selected, a view of the grid (no copy).
+
+    Example:
+        >>> grid = np.arange(6).reshape(3, 2)
+        >>> rows_selector(np.array([[True, False], [True, True], [False, True]]))(grid).tolist()
+        [0, 2, 3, 5]
+    """
+    if rows.all():
+        return lambda grid: np.ascontiguousarray(grid.reshape(-1, *grid.shape[2:]))
+    return lambda grid: np.ascontiguousarray(grid[rows])
 
 
 def rows_of(batch: dict, rows: Any) -> dict:

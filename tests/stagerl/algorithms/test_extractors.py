@@ -41,6 +41,7 @@ from stagerl.algorithms.on_policy import (
     make_trpo_agent,
     make_vpg_agent,
 )
+from stagerl.algorithms.on_policy.rollout import read_rollout
 
 IMAGE = spaces.Box(0, 255, (4, 84, 84), np.uint8)
 
@@ -241,18 +242,41 @@ def test_a_pixel_env_gets_the_nature_cnn_everywhere_by_default():
     assert ppo.trajectory.container["state"].dtype == np.uint8  # a byte a pixel up to the CNN
 
 
+def test_the_learning_batch_of_stacked_frames_is_channels_last_with_the_same_pixels():
+    env = rl.GymEnv(gymnasium.wrappers.TimeLimit(PixelEnv((2, 36, 36)), 20), seed=0)
+    agent = make_ppo_agent(env, PPOConfig(n_steps=8, batch_size=4, n_epochs=2), device="cpu")
+    policy, seen = agent.policy, {}
+    update, learn = policy.update, policy.learn
+    policy.update = lambda batch: (seen.setdefault("batch", batch), update(batch))
+
+    def read_then_learn(container):
+        seen["rollout"] = read_rollout(container, policy)  # before it is learned and cleared
+        learn(container)
+
+    policy.learn = read_then_learn
+    rl.run(agent, env, rl.StopAfterNSteps(8, progress=False))
+    state, rollout = seen["batch"]["state"], seen["rollout"]
+    assert state.dtype == torch.uint8 and state.is_contiguous(memory_format=torch.channels_last)
+    general = torch.as_tensor(rollout["state"][rollout["valid"]])  # NCHW, the same pixels
+    assert general.is_contiguous() and state.shape == (8, 2, 36, 36)
+    assert torch.equal(state, general)
+    assert policy.n_updates == 1
+
+
 class PixelEnv(gymnasium.Env):
     """36×36 grey frames (the smallest the Nature CNN reads), two actions."""
 
-    observation_space = spaces.Box(0, 255, (36, 36), np.uint8)
     action_space = spaces.Discrete(2)
+
+    def __init__(self, shape: tuple = (36, 36)):
+        self.observation_space = spaces.Box(0, 255, shape, np.uint8)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        return self.np_random.integers(0, 256, (36, 36), dtype=np.uint8), {}
+        return self.np_random.integers(0, 256, self.observation_space.shape, dtype=np.uint8), {}
 
     def step(self, action):
-        frame = self.np_random.integers(0, 256, (36, 36), dtype=np.uint8)
+        frame = self.np_random.integers(0, 256, self.observation_space.shape, dtype=np.uint8)
         return frame, float(action), False, False, {}
 
 
