@@ -239,7 +239,7 @@ class ActorCritic(nn.Module):
         A small MLP's torch forward pass costs more in per-call overhead than in arithmetic
         (about half of an act at 8 sub-envs). The arrays are views of the parameters' memory,
         not copies, so every in-place change (optimiser steps, loading a state) shows at once;
-        they are taken again when the flat tensors themselves are replaced (a move, a copy).
+        they are taken again when a parameter's memory moves (a move, a copy).
         """
         if self.extractor is not None or states.ndim != 2 or states.shape[1] != self.n_inputs \
                 or states.dtype != np.float32:
@@ -261,21 +261,22 @@ def _relu(x: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 #: The activations the numpy pass knows, by the torch function ``_functional`` gives.
 _NUMPY_ACTIVATIONS = {torch.tanh: np.tanh, torch.relu: _relu, None: None}
-#: Each model's numpy views of its weights, with the flat tensors' addresses they were taken at
+#: Each model's numpy views of its weights, with its parameters' addresses they were taken at
 #: (kept out of the model: nothing of it belongs in a copy, a pickle or a checkpoint).
 _NUMPY_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _numpy_layers(model: ActorCritic) -> dict | None:
     """The numpy views of ``model``'s layers, ``{"actor": [(weight.T, bias, activation)...],
-    "critic": [...], "log_std": array or None}``; ``None`` where numpy cannot act for it."""
-    flats = model.flat_parameters()
-    key = tuple((flat.data_ptr(), flat.device.type, flat.dtype) for flat in flats)
+    "critic": [...], "log_std": array or None}``; ``None`` where numpy cannot act for it.
+    Taken again when any parameter's memory moved (a move, a copy, a parameter's ``.data``
+    replaced); the views keep the memory they read alive, so no other tensor can take it."""
     cached = _NUMPY_VIEWS.get(model)
-    if cached is not None and cached[0] == key:
+    if cached is not None and all(p.data_ptr() == ptr for p, ptr in cached[0]):
         return cached[1]
+    params = list(model.parameters())
     layers: dict | None = None
-    if all(flat.device.type == "cpu" and flat.dtype == torch.float32 for flat in flats):
+    if all(p.device.type == "cpu" and p.dtype == torch.float32 for p in params):
         functional = {name: _functional(getattr(model, name)) for name in ("actor", "critic")}
         if all(activation in _NUMPY_ACTIVATIONS
                for net in functional.values() for _, _, activation in net):
@@ -283,7 +284,7 @@ def _numpy_layers(model: ActorCritic) -> dict | None:
                               _NUMPY_ACTIVATIONS[activation]) for weight, bias, activation in net]
                       for name, net in functional.items()}
             layers["log_std"] = model.log_std.detach().numpy() if model.gaussian else None
-    _NUMPY_VIEWS[model] = (key, layers)
+    _NUMPY_VIEWS[model] = ([(p, p.data_ptr()) for p in params], layers)
     return layers
 
 

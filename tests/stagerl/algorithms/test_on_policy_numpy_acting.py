@@ -71,6 +71,8 @@ def test_the_numpy_pass_follows_the_weights_through_steps_loads_copies_and_pickl
             copied.flat_parameters()[0].add_(1.0)  # the copy's weights are its own
         assert_same_as_torch(copied, states)
         assert_same_as_torch(model, states)
+    model.actor[0].weight.data = torch.randn_like(model.actor[0].weight)  # memory of its own
+    assert_same_as_torch(model, states)
     model.double()  # other flat tensors, which numpy does not read: torch acts
     assert model.numpy_act_outputs(states) is None
     model.float()
