@@ -218,17 +218,17 @@ class NatureCNN(nn.Module):
         self.features_dim = int(features_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Channels last: the CPU's convolutions (oneDNN) run about a third faster on that
-        # layout, their backward passes most; a batch already in it is not copied again
-        # (see convolution_layout).
-        x = x.reshape(x.shape[0], -1, *self.frame).contiguous(memory_format=torch.channels_last)
+        x = x.reshape(x.shape[0], -1, *self.frame)
+        if x.device.type == "cpu":  # oneDNN's convolutions, backward most, run about a third
+            # faster in channels last; a batch already in it is not copied (convolution_layout)
+            x = x.contiguous(memory_format=torch.channels_last)
         x = x.float().div_(255.0) if x.dtype == torch.uint8 else x.float()
         return self.linear(self.cnn(x))
 
 
 def convolution_layout(extractors: tuple, states: Any) -> Any:
     """``states``, a batch every one of ``extractors`` reads, in the memory layout they
-    convolve in, the values unchanged: 4-D frames channels last where each is a
+    convolve in, the values unchanged: 4-D frames on the CPU channels last where each is a
     :class:`NatureCNN` (which would copy them so at every pass; a minibatch indexed from the
     converted batch keeps the layout), else ``states`` as they are.
 
@@ -239,7 +239,8 @@ def convolution_layout(extractors: tuple, states: Any) -> Any:
         True
     """
     if extractors and all(isinstance(e, NatureCNN) for e in extractors) \
-            and isinstance(states, torch.Tensor) and states.dim() == 4:
+            and isinstance(states, torch.Tensor) and states.dim() == 4 \
+            and states.device.type == "cpu":
         return states.contiguous(memory_format=torch.channels_last)
     return states
 
