@@ -41,7 +41,7 @@ from torch.nn import functional as F
 __all__ = ["Flatten", "MLP", "NatureCNN", "CombinedExtractor", "EXTRACTORS", "is_image_space",
            "make_extractor", "extractor_factory", "features_dim", "stacked_space",
            "check_extractor_name", "sample_batch", "orthogonal_init", "observation_spec",
-           "input_dtypes", "readable_observations"]
+           "input_dtypes", "readable_observations", "convolution_layout"]
 
 #: The built-in extractors by the name the settings take.
 EXTRACTORS = ("auto", "mlp", "nature_cnn", "combined")
@@ -219,9 +219,31 @@ class NatureCNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.reshape(x.shape[0], -1, *self.frame)
+        if x.device.type == "cpu":  # oneDNN's convolutions, backward most, run about a third
+            # faster in channels last; a batch already in it is not copied (convolution_layout)
+            x = x.contiguous(memory_format=torch.channels_last)
         # (in place on the new float copy: one pass and one allocation fewer, the same values)
         x = x.float().div_(255.0) if x.dtype == torch.uint8 else x.float()
         return self.linear(self.cnn(x))
+
+
+def convolution_layout(extractors: tuple, states: Any) -> Any:
+    """``states``, a batch every one of ``extractors`` reads, in the memory layout they
+    convolve in, the values unchanged: 4-D frames on the CPU channels last where each is a
+    :class:`NatureCNN` (which would copy them so at every pass; a minibatch indexed from the
+    converted batch keeps the layout), else ``states`` as they are.
+
+    Example:
+        >>> cnn = NatureCNN(gymnasium.spaces.Box(0, 255, (4, 84, 84), np.uint8))
+        >>> frames = torch.zeros(2, 4, 84, 84, dtype=torch.uint8)
+        >>> convolution_layout((cnn,), frames).is_contiguous(memory_format=torch.channels_last)
+        True
+    """
+    if extractors and all(isinstance(e, NatureCNN) for e in extractors) \
+            and isinstance(states, torch.Tensor) and states.dim() == 4 \
+            and states.device.type == "cpu":
+        return states.contiguous(memory_format=torch.channels_last)
+    return states
 
 
 class CombinedExtractor(nn.Module):

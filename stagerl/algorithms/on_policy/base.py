@@ -32,10 +32,10 @@ from stagerl.algorithms._checks import (
     check_numbers,
     settings_name,
 )
-from stagerl.algorithms.extractors import check_extractor_name, input_dtypes
+from stagerl.algorithms.extractors import check_extractor_name, convolution_layout, input_dtypes
 from stagerl.algorithms.on_policy.baselines import Baseline, ValueNetworkBaseline
 from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd, build_model
-from stagerl.algorithms.on_policy.rollout import add_gae, carried_steps, read_rollout
+from stagerl.algorithms.on_policy.rollout import add_gae, carried_steps, read_rollout, rows_selector
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.env import VectorEnv
 from stagerl.core.policy import Policy, as_rng
@@ -195,7 +195,18 @@ class OnPolicy(Policy):
         ``deterministic``: the most likely actions (the clipped mean), and nothing is drawn
         from ``rng``. ``mask`` (bool, one row per observation; Discrete action spaces only):
         actions among the legal ones."""
-        return self.draw(*self.model.act_outputs(self.states_tensor(states)), action_space, mask)
+        return self.draw(*self.act_outputs(states), action_space, mask)
+
+    def act_outputs(self, states: Any) -> tuple:
+        """The model's ``act_outputs`` for a batch of raw observations: on the CPU, an MLP's
+        through its numpy pass (``numpy_act_outputs``: no torch call overhead), else torch's."""
+        if self.device.type == "cpu" and not is_nested(states) \
+                and hasattr(self.model, "numpy_act_outputs") and self.model.extractor is None:
+            x = self.state_rms.normalize(states) if self.state_rms is not None else states
+            outputs = self.model.numpy_act_outputs(np.asarray(x, dtype=np.float32))
+            if outputs is not None:
+                return outputs
+        return self.model.act_outputs(self.states_tensor(states))
 
     def draw(self, out: np.ndarray, log_std: Any, value: np.ndarray, action_space: Any,
              mask: Any = None) -> tuple:
@@ -302,16 +313,18 @@ class OnPolicy(Policy):
         (torch tensors on the policy's device, observations normalised; a baseline other than
         the critic also gets the raw observations)."""
         rows = self.select(rollout)
-        batch = {name: torch.as_tensor(np.ascontiguousarray(value[rows]), device=self.device)
+        selected = rows_selector(rows)
+        batch = {name: torch.as_tensor(selected(value), device=self.device)
                  for name, value in rollout.items()
                  if not is_nested(value) and value.shape[:2] == rows.shape
                  and name not in ("state", "next_state")}
-        batch["state"] = self.states_tensor(tree_map(lambda v: v[rows], rollout["state"]))
+        batch["state"] = convolution_layout(  # once here, not at every minibatch's pass
+            self.model.extractors(), self.states_tensor(tree_map(selected, rollout["state"])))
         if "next_state" in rollout:  # for a policy that reads_next_state (raw, leaf by leaf)
-            batch["next_state"] = tree_map(lambda v: torch.as_tensor(
-                np.ascontiguousarray(v[rows]), device=self.device), rollout["next_state"])
+            batch["next_state"] = tree_map(
+                lambda v: torch.as_tensor(selected(v), device=self.device), rollout["next_state"])
         if not self.baseline.recorded:  # the baseline learns from the raw observations
-            batch["raw_state"] = tree_map(lambda v: torch.as_tensor(v[rows]), rollout["state"])
+            batch["raw_state"] = tree_map(lambda v: torch.as_tensor(selected(v)), rollout["state"])
         return batch
 
     def bootstrap_values(self, container: Any, rows: np.ndarray,

@@ -7,6 +7,7 @@ return statistics).
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -156,6 +157,10 @@ class ActorCritic(nn.Module):
             return actor, actor
         return actor, self.critic_extractor(states)
 
+    def extractors(self) -> tuple:
+        """The feature extractors (none, a shared one, or the actor's and the critic's)."""
+        return tuple(e for e in (self.extractor, self.critic_extractor) if e is not None)
+
     def _actor_features(self, states: Any) -> torch.Tensor:
         return states if self.extractor is None else self.extractor(states)
 
@@ -224,8 +229,73 @@ class ActorCritic(nn.Module):
         log_std = self.log_std.detach().cpu().numpy() if self.gaussian else None
         return out, log_std, value
 
+    def numpy_act_outputs(self, states: np.ndarray) -> tuple | None:
+        """:meth:`act_outputs` computed by numpy, for float32 ``states`` ``(B, n_inputs)``;
+        ``None`` where it does not apply (an extractor, parameters off the CPU or not float32,
+        an activation other than Tanh and ReLU, observations of another shape): then act
+        through torch, as :meth:`OnPolicy.act_outputs
+        <stagerl.algorithms.on_policy.base.OnPolicy.act_outputs>` does.
+
+        A small MLP's torch forward pass costs more in per-call overhead than in arithmetic
+        (about half of an act at 8 sub-envs). The arrays are views of the parameters' memory,
+        not copies, so every in-place change (optimiser steps, loading a state) shows at once;
+        they are taken again when a parameter's memory moves (a move, a copy).
+        """
+        if self.extractor is not None or states.ndim != 2 or states.shape[1] != self.n_inputs \
+                or states.dtype != np.float32:
+            return None
+        layers = _numpy_layers(self)
+        if layers is None:
+            return None
+        out = _numpy_mlp(states, layers["actor"])
+        value = _numpy_mlp(states, layers["critic"])[:, 0]
+        return out, layers["log_std"], value
+
 
 _ACTIVATIONS = {nn.Tanh: torch.tanh, nn.ReLU: torch.relu, nn.Identity: None}
+
+
+def _relu(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0, out=out)
+
+
+#: The activations the numpy pass knows, by the torch function ``_functional`` gives.
+_NUMPY_ACTIVATIONS = {torch.tanh: np.tanh, torch.relu: _relu, None: None}
+#: Each model's numpy views of its weights, with its parameters' addresses they were taken at
+#: (kept out of the model: nothing of it belongs in a copy, a pickle or a checkpoint).
+_NUMPY_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _numpy_layers(model: ActorCritic) -> dict | None:
+    """The numpy views of ``model``'s layers, ``{"actor": [(weight.T, bias, activation)...],
+    "critic": [...], "log_std": array or None}``; ``None`` where numpy cannot act for it.
+    Taken again when any parameter's memory moved (a move, a copy, a parameter's ``.data``
+    replaced); the views keep the memory they read alive, so no other tensor can take it."""
+    cached = _NUMPY_VIEWS.get(model)
+    if cached is not None and all(p.data_ptr() == ptr for p, ptr in cached[0]):
+        return cached[1]
+    params = list(model.parameters())
+    layers: dict | None = None
+    if all(p.device.type == "cpu" and p.dtype == torch.float32 for p in params):
+        functional = {name: _functional(getattr(model, name)) for name in ("actor", "critic")}
+        if all(activation in _NUMPY_ACTIVATIONS
+               for net in functional.values() for _, _, activation in net):
+            layers = {name: [(weight.detach().numpy().T, bias.detach().numpy(),
+                              _NUMPY_ACTIVATIONS[activation]) for weight, bias, activation in net]
+                      for name, net in functional.items()}
+            layers["log_std"] = model.log_std.detach().numpy() if model.gaussian else None
+    _NUMPY_VIEWS[model] = ([(p, p.data_ptr()) for p in params], layers)
+    return layers
+
+
+def _numpy_mlp(x: np.ndarray, layers: list) -> np.ndarray:
+    """``forward_mlp`` in numpy (float32 throughout, in place after each product)."""
+    for weight_t, bias, activation in layers:
+        x = x @ weight_t
+        x += bias
+        if activation is not None:
+            activation(x, out=x)
+    return x
 
 
 def _functional(net: nn.Sequential) -> list:

@@ -34,9 +34,9 @@ from trajectories import (
 )
 from trajectories.nested import is_nested, tree_map
 
-__all__ = ["rollout_trajectory", "legal_actions_mask_spec", "rows_of", "check_rollout_size",
-           "read_rollout", "episode_steps", "carried_steps", "add_gae", "add_discounted_returns",
-           "make_vector_env"]
+__all__ = ["rollout_trajectory", "legal_actions_mask_spec", "rows_selector", "rows_of",
+           "check_rollout_size", "read_rollout", "time_major", "episode_steps", "carried_steps",
+           "add_gae", "add_discounted_returns", "make_vector_env"]
 
 
 def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
@@ -93,6 +93,21 @@ def legal_actions_mask_spec(env: Any) -> tuple | None:
     return np.bool_, (int(action_space.n),)
 
 
+def rows_selector(rows: np.ndarray) -> Any:
+    """A function from a ``(T, n_lanes, ...)`` grid to its rows where ``rows`` (bool
+    ``(T, n_lanes)``) is True, time-major (``t``, then the lane), C-contiguous; where every
+    row is selected, a view of the grid (no copy).
+
+    Example:
+        >>> grid = np.arange(6).reshape(3, 2)
+        >>> rows_selector(np.array([[True, False], [True, True], [False, True]]))(grid).tolist()
+        [0, 2, 3, 5]
+    """
+    if rows.all():
+        return lambda grid: np.ascontiguousarray(grid.reshape(-1, *grid.shape[2:]))
+    return lambda grid: np.ascontiguousarray(grid[rows])
+
+
 def rows_of(batch: dict, rows: Any) -> dict:
     """The rows ``rows`` of every field of ``batch`` (tensors or arrays; nested fields leaf by
     leaf): a minibatch."""
@@ -145,9 +160,7 @@ def read_rollout(container: Any, policy: Any, first_steps: Any = None) -> dict:
     def grid(values: Any, fill: Any = 0) -> Any:
         if is_nested(values):  # a dict or tuple of observations: a grid per leaf
             return tree_map(lambda leaf: grid(leaf, fill), values)
-        out = np.full((int(counts.max()), n_lanes, *values.shape[1:]), fill, dtype=values.dtype)
-        out[t, lane] = values
-        return out
+        return time_major(values, t, lane, counts, fill)
 
     # Every trace but next_state (the states read where a chain ends, below): the step's own
     # and what the policy recorded with it (log_prob, value, a recurrent state...).
@@ -167,6 +180,26 @@ def read_rollout(container: Any, policy: Any, first_steps: Any = None) -> dict:
     rollout["chain_end"] = grid(~continues, fill=True)
     rollout["valid"] = grid(np.ones(len(idx), dtype=bool), fill=False)
     return rollout
+
+
+def time_major(values: np.ndarray, t: np.ndarray, lane: np.ndarray, counts: np.ndarray,
+               fill: Any = 0) -> np.ndarray:
+    """The ``(T, n_lanes, ...)`` grid of ``values`` (one per transition, lane by lane, each
+    lane in time order: transition ``i`` at row ``t[i]`` of lane ``lane[i]``; lane ``l`` holds
+    ``counts[l]`` of them), ``fill`` where a lane has fewer than ``T = max(counts)``.
+
+    Example:
+        >>> t, lane = np.array([0, 1, 0]), np.array([0, 0, 1])
+        >>> time_major(np.array([1, 2, 3]), t, lane, np.array([2, 1]), fill=-1).tolist()
+        [[1, 3], [2, -1]]
+    """
+    n_lanes, length = len(counts), int(counts.max()) if len(counts) else 0
+    if len(values) == n_lanes * length:  # every lane full (the usual rollout): a transpose
+        return np.ascontiguousarray(
+            values.reshape(n_lanes, length, *values.shape[1:]).swapaxes(0, 1))
+    out = np.full((length, n_lanes, *values.shape[1:]), fill, dtype=values.dtype)
+    out[t, lane] = values
+    return out
 
 
 def episode_steps(t: np.ndarray, lane: np.ndarray, ended: np.ndarray, n_lanes: int,

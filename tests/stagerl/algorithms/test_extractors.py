@@ -41,6 +41,7 @@ from stagerl.algorithms.on_policy import (
     make_trpo_agent,
     make_vpg_agent,
 )
+from stagerl.algorithms.on_policy.rollout import read_rollout
 
 IMAGE = spaces.Box(0, 255, (4, 84, 84), np.uint8)
 
@@ -57,6 +58,25 @@ def test_the_nature_cnn_scales_uint8_pixels_inside_the_network(shape):
     torch.testing.assert_close(out, cnn(pixels.float() / 255.0), rtol=0, atol=0)
     channels = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
     assert cnn.cnn[0].in_channels == channels  # every axis but the frame's is a channel
+
+
+def test_the_nature_cnn_gives_the_plain_layouts_features_and_gradients_in_channels_last():
+    # It convolves in channels last (faster on the CPU): the general NCHW pass, through the
+    # same layers on a contiguous float copy, gives the same features and gradients.
+    torch.manual_seed(0)
+    cnn = NatureCNN(IMAGE, features_dim=16)
+    pixels = torch.from_numpy(np.random.default_rng(1).integers(0, 256, (5, 4, 84, 84), np.uint8))
+    out = cnn(pixels)
+    out.square().sum().backward()
+    fast = [p.grad.clone() for p in cnn.parameters()]
+    cnn.zero_grad()
+    plain = pixels.float().div(255.0).contiguous()
+    assert plain.is_contiguous() and not plain.is_contiguous(memory_format=torch.channels_last)
+    general = cnn.linear(cnn.cnn(plain))
+    general.square().sum().backward()
+    torch.testing.assert_close(out, general, rtol=1e-5, atol=1e-6)
+    for a, p in zip(fast, cnn.parameters(), strict=True):
+        torch.testing.assert_close(a, p.grad, rtol=1e-4, atol=1e-5)
 
 
 def test_the_nature_cnn_refuses_vectors_naming_the_mlp_extractor():
@@ -222,18 +242,41 @@ def test_a_pixel_env_gets_the_nature_cnn_everywhere_by_default():
     assert ppo.trajectory.container["state"].dtype == np.uint8  # a byte a pixel up to the CNN
 
 
+def test_the_learning_batch_of_stacked_frames_is_channels_last_with_the_same_pixels():
+    env = rl.GymEnv(gymnasium.wrappers.TimeLimit(PixelEnv((2, 36, 36)), 20), seed=0)
+    agent = make_ppo_agent(env, PPOConfig(n_steps=8, batch_size=4, n_epochs=2), device="cpu")
+    policy, seen = agent.policy, {}
+    update, learn = policy.update, policy.learn
+    policy.update = lambda batch: (seen.setdefault("batch", batch), update(batch))
+
+    def read_then_learn(container):
+        seen["rollout"] = read_rollout(container, policy)  # before it is learned and cleared
+        learn(container)
+
+    policy.learn = read_then_learn
+    rl.run(agent, env, rl.StopAfterNSteps(8, progress=False))
+    state, rollout = seen["batch"]["state"], seen["rollout"]
+    assert state.dtype == torch.uint8 and state.is_contiguous(memory_format=torch.channels_last)
+    general = torch.as_tensor(rollout["state"][rollout["valid"]])  # NCHW, the same pixels
+    assert general.is_contiguous() and state.shape == (8, 2, 36, 36)
+    assert torch.equal(state, general)
+    assert policy.n_updates == 1
+
+
 class PixelEnv(gymnasium.Env):
     """36×36 grey frames (the smallest the Nature CNN reads), two actions."""
 
-    observation_space = spaces.Box(0, 255, (36, 36), np.uint8)
     action_space = spaces.Discrete(2)
+
+    def __init__(self, shape: tuple = (36, 36)):
+        self.observation_space = spaces.Box(0, 255, shape, np.uint8)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        return self.np_random.integers(0, 256, (36, 36), dtype=np.uint8), {}
+        return self.np_random.integers(0, 256, self.observation_space.shape, dtype=np.uint8), {}
 
     def step(self, action):
-        frame = self.np_random.integers(0, 256, (36, 36), dtype=np.uint8)
+        frame = self.np_random.integers(0, 256, self.observation_space.shape, dtype=np.uint8)
         return frame, float(action), False, False, {}
 
 
