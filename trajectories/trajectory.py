@@ -97,8 +97,7 @@ class Trajectory:
         # first push when it carries one state per sub-env.
         if isinstance(c, LanedEpisodesBuffer):
             if self.n_lanes not in (None, c.n_lanes):
-                raise ValueError(f"n_lanes={self.n_lanes} but the container has "
-                                 f"{c.n_lanes} lanes")
+                raise ValueError(f"n_lanes={self.n_lanes} but the container has {c.n_lanes} lanes")
             self.n_lanes = c.n_lanes
         elif self.n_lanes is not None:
             split_lanes(self, self.n_lanes)
@@ -129,8 +128,7 @@ class Trajectory:
         self.push_row(step)
 
     def push_row(self, step: dict) -> None:
-        """``push(**step)`` for a ``step`` already in a dict (a producer that builds one per
-        step saves packing and unpacking the names); ``step`` is not changed or kept."""
+        """``push(**step)`` for a ``step`` already in a dict, which is not changed or kept."""
         if self._detour:
             if self._lane is None:  # the first push: one state per sub-env makes lanes
                 self._push_first(step)
@@ -147,10 +145,9 @@ class Trajectory:
             self.controller.on_insert(n, step if self.n_lanes is None else container.inserted(step))
 
     def push_function(self, keys: tuple):
-        """``push(step)``, the same as `push_row` for steps with exactly the names ``keys`` (in
-        that order), for a producer that pushes the same names on every step: the container's
-        function for those names is looked up once, not per push. It follows the trajectory
-        (a first push that makes lanes, `use_lane`, a new container) as `push_row` does.
+        """``push(step)``: `push_row` for steps of exactly the names ``keys`` (in that order),
+        the container's function for them looked up once, not per push. It follows the
+        trajectory (a first push making lanes, `use_lane`, a new container) as `push_row` does.
 
         Example:
             >>> from trajectories import CircularArraySARTSTraces
@@ -162,14 +159,12 @@ class Trajectory:
             >>> t["state"].tolist(), t["next_state"].tolist(), t.controller.n_inserted
             ([0, 1], [1, 2], 2)
         """
-        keys = tuple(keys)
+        keys, found = tuple(keys), [None, None]  # the container, its function for ``keys``
         names_truncated = "truncated" in keys
-        found = [None, None]  # the container, and its push function for ``keys``
 
         def push_step(step: dict) -> None:
             if self._detour or (names_truncated and not self._stores_truncated):
-                self.push_row(step)
-                return
+                return self.push_row(step)
             container = self.container
             if found[0] is not container:
                 found[:] = container, container.push_function(keys)

@@ -47,10 +47,7 @@ from trajectories.lanes.base import (
 __all__ = ["RingLanes"]
 
 # On a few lanes np.count_nonzero costs ~0.2 us where .any() and .all() cost ~1 us, and
-# mask.nonzero()[0] ~0.1 us where np.flatnonzero(mask) costs ~1 us; a push asks several such
-# questions.
-_count_nonzero = np.count_nonzero
-
+# mask.nonzero()[0] ~0.1 us where np.flatnonzero(mask) costs ~1 us: a push asks several.
 
 class RingLanes(LanedEpisodesBuffer):
     """`LanedEpisodesBuffer` for SARTS-like ring layouts; ``split_lanes(traces, n)`` builds one
@@ -182,14 +179,10 @@ class RingLanes(LanedEpisodesBuffer):
         for phase in (EMPTY, STARTED, STEPPING):
             if allowed[phase] or (restart and kind == PARTIAL and phase == STARTED):
                 continue
-            if phase == STARTED:  # every vector step checks this one: narrowed in two steps
-                bad = lanes & (self._step == 1)
-                if not _count_nonzero(bad):
-                    continue
-                bad &= self._in_phase(STARTED)
-            else:
-                bad = lanes & self._in_phase(phase)
-            if _count_nonzero(bad):
+            bad = lanes & (self._step == 1 if phase == STARTED else self._in_phase(phase))
+            if phase == STARTED and np.count_nonzero(bad):  # every vector step checks this
+                bad &= self._in_phase(STARTED)  # one: narrowed in two steps, the cheap one first
+            if np.count_nonzero(bad):
                 raise self._rules.refusal(kind, phase, lane=int(np.flatnonzero(bad)[0]))
 
     # -- push -----------------------------------------------------------------------------------
@@ -198,10 +191,10 @@ class RingLanes(LanedEpisodesBuffer):
         n = self.n_lanes
         kind = key_set.kind
         chosen = None if lanes is None else _as_mask(lanes, n, "lanes")
-        if chosen is not None and _count_nonzero(chosen) == n:
+        if chosen is not None and np.count_nonzero(chosen) == n:
             chosen = None
         starts = None if episode_start is None else _as_mask(episode_start, n, "episode_start")
-        if starts is not None and (kind == PARTIAL or not _count_nonzero(starts)):
+        if starts is not None and (kind == PARTIAL or not np.count_nonzero(starts)):
             starts = None  # a partial push starts an episode in every lane it reaches anyway
         cast = self._cast(key_set, row)
         name = self._state_names[0] if self._state_names[0] in cast else self._state_names[1]
@@ -247,7 +240,7 @@ class RingLanes(LanedEpisodesBuffer):
             grows = self._um > 0
         else:
             full_rings = m == P
-            if _count_nonzero(full_rings):
+            if np.count_nonzero(full_rings):
                 ev = full_rings.nonzero()[0]
                 s = self._start[ev]
                 self._n_samp -= int(np.count_nonzero(self._samp[ev, s]))
@@ -300,7 +293,7 @@ class RingLanes(LanedEpisodesBuffer):
         if uniform:
             self._um += 1
         if not self._filled:
-            self._filled = _count_nonzero(m) == n
+            self._filled = np.count_nonzero(m) == n
         return inserted
 
     def _push_lanes(self, cast, state, full, part, restart=False) -> int:
@@ -341,7 +334,7 @@ class RingLanes(LanedEpisodesBuffer):
         step[part] = 1
         self._steps[lanes, new] = step[lanes]
         m[lanes] += 1
-        self._filled = _count_nonzero(m) == self.n_lanes
+        self._filled = np.count_nonzero(m) == self.n_lanes
         self.last_full = full
         return int(f.size)
 
@@ -352,7 +345,7 @@ class RingLanes(LanedEpisodesBuffer):
         kept = self._kept
         if starts is not None:
             gone = kept & starts
-            if _count_nonzero(gone):
+            if np.count_nonzero(gone):
                 self._m[gone] = 0
                 self._step[gone] = 0
                 self._uniform = self._filled = False
@@ -360,7 +353,7 @@ class RingLanes(LanedEpisodesBuffer):
             kept[:] = False
         else:
             kept[reached] = False
-        self._any_kept = _count_nonzero(kept) > 0
+        self._any_kept = np.count_nonzero(kept) > 0
 
     def _finish(self, lanes) -> None:
         """The running episodes of ``lanes`` end: write their length over their entries."""
