@@ -231,6 +231,7 @@ def dqn_floor(policy: DQNPolicy, state_dim: int, acts: int):
                         norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
                         torch._foreach_mul_(grads, (c.max_grad_norm / (norm + 1e-6)).clamp_(max=1))
                     optimiser.step()
+    go.optimiser = optimiser  # for the tests: its step count is the run's
     return go
 
 
@@ -302,10 +303,15 @@ def replay_floor(policy, state_dim: int, acts: int):
             torch._foreach_lerp_(target_params, critic_params, c.tau)
             torch._foreach_lerp_(list(actor_target.parameters()), list(actor.parameters()), c.tau)
 
+    # The counts are the run's, read now: the policy may take more steps after the floor is
+    # built. TD3's n_updates counts critic steps; every policy_delay-th is also the actor's.
+    updates = policy.n_updates
+
     def go() -> None:
         with denormals_flushed(CPU):
-            for i in range(policy.n_updates):
+            for i in range(updates):
                 sac_step() if sac else td3_step((i + 1) % c.policy_delay == 0)
+    go.optimiser = optimiser  # for the tests: its step counts are the run's
     return go
 
 

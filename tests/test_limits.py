@@ -93,3 +93,31 @@ def test_an_env_the_floor_cannot_build_is_left_out_by_name_not_measured(limits):
     assert limits.state_dim_of(rl.GymEnv("CartPole-v1", seed=0)) == 4
     with pytest.raises(limits.NoFloor, match=r"Box\(0, 255, \(84, 84\), uint8\)"):
         limits.state_dim_of(rl.GymEnv(Pixels()))
+
+
+def steps_of(optimiser) -> list[int]:
+    """Each parameter's Adam step count, in the optimiser's order (0: never stepped)."""
+    return [int(optimiser.state[p]["step"]) if "step" in optimiser.state.get(p, {}) else 0
+            for group in optimiser.param_groups for p in group["params"]]
+
+
+@pytest.mark.parametrize("name, overrides", [
+    ("sac-pendulum", {"steps": 40, "learning_starts": 10, "net_arch": (8,)}),
+    ("td3-pendulum", {"steps": 41, "learning_starts": 10, "net_arch": (8,)}),
+    ("ddpg-pendulum", {"steps": 40, "learning_starts": 10, "net_arch": (8,)}),
+    ("dqn-cartpole", {"steps": 300, "learning_starts": 6, "gradient_steps": 4,
+                      "net_arch": (8,)}),
+    ("rainbow-cartpole", {"steps": 300, "learning_starts": 6, "net_arch": (8,)}),
+])
+def test_the_learning_floor_takes_the_runs_gradient_steps_on_every_parameter(limits, name,
+                                                                             overrides):
+    from limits_floors import learn_floor
+
+    prepared = limits.prepared_run(name, overrides, 0)
+    limits.run_loop(prepared)()
+    policy = prepared.agent.policy
+    ran = steps_of(policy.q.optimiser if hasattr(policy, "q") else policy.optimiser)
+    floor = learn_floor(policy, limits.state_dim_of(prepared.env), 0, 0)
+    floor()
+    floor()  # the counts were read when it was built: a second pass takes as many steps
+    assert max(ran) > 0 and steps_of(floor.optimiser) == [2 * n for n in ran]
