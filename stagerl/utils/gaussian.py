@@ -84,7 +84,10 @@ def diag_gaussian_sample(
         >>> diag_gaussian_sample(torch.zeros(3, 2), torch.zeros(2), generator).shape
         torch.Size([3, 2])
     """
-    shape = torch.broadcast_shapes(mean.shape, log_std.shape)
+    # The usual case (a policy's mean and log_std of one shape) skips broadcast_shapes, whose
+    # Python cost (~13 us) was a visible share of a small network's SAC update.
+    shape = mean.shape if mean.shape == log_std.shape else torch.broadcast_shapes(
+        mean.shape, log_std.shape)
     noise = torch.randn(shape, generator=generator, device=mean.device, dtype=mean.dtype)
     return mean + torch.exp(log_std) * noise
 

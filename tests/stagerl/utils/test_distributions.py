@@ -48,6 +48,17 @@ def test_sample_is_reproducible_and_has_the_right_moments():
     assert draws.std(0).tolist() == pytest.approx([1.0, torch.e**-1], abs=0.03)
 
 
+def test_a_sample_of_equal_shapes_draws_what_the_broadcast_draw_draws():
+    # mean and log_std of one shape skip broadcast_shapes: the draw must be the general path's
+    mean, log_std = torch.randn(7, 3), torch.randn(7, 3)
+    fast = diag_gaussian_sample(mean, log_std, torch.Generator().manual_seed(5))
+    noise = torch.randn(torch.broadcast_shapes(mean.shape, log_std.shape),
+                        generator=torch.Generator().manual_seed(5))
+    assert torch.equal(fast, mean + torch.exp(log_std) * noise)
+    wide = diag_gaussian_sample(mean[:1], log_std, torch.Generator().manual_seed(5))
+    assert wide.shape == (7, 3) and torch.equal(wide, mean[:1] + torch.exp(log_std) * noise)
+
+
 def test_squashed_log_prob_matches_transformed_distribution():
     mean = torch.tensor([[0.3, -0.2]], dtype=torch.float64)
     log_std = torch.tensor([-0.5, 0.1], dtype=torch.float64)
