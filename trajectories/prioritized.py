@@ -128,10 +128,12 @@ class CircularPrioritizedTraces(WrappedTraces):
         rows = keys - self.first_key
         stored = (rows >= 0) & (rows < len(self.priorities))
         rows, values = rows[stored], values[stored]
-        real = ~self._is_pad[self._phys(rows)]  # padding rows keep priority 0: never drawn
-        rows, values = rows[real], values[real]
-        if rows.size:
-            self.priorities[rows] = values
+        slots = self._phys(rows)
+        real = ~self._is_pad[slots]  # padding rows keep priority 0: never drawn
+        if real.all():
+            self.priorities._set_slots(slots, values)  # checked above: no second check
+        elif real.any():
+            self.priorities._set_slots(slots[real], values[real])
 
     # -- writes: the inner traces validate and write first, then the tree follows -------------
     def _sync(self, added: int, priority: float = 0.0, padding: bool = False,

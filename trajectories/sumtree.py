@@ -104,9 +104,10 @@ class SumTree:
         """Recompute the partial sums above the given leaf nodes (sums, not deltas: no drift;
         a node listed twice is just written twice with the same sum)."""
         tree = self._tree
+        children = tree.reshape(-1, 2)  # row k: nodes 2k and 2k + 1, the children of node k
         for _ in range(self._depth):
             nodes = nodes >> 1
-            tree[nodes] = tree[2 * nodes] + tree[2 * nodes + 1]
+            tree[nodes] = children[nodes].sum(axis=1)  # one gather a level, not two
 
     def _set_slot(self, slot: int, p: float) -> None:
         sums = self._sums
@@ -151,8 +152,13 @@ class SumTree:
         slots = self._slots(idx)
         p = _check_priorities(p)
         slots, p = np.broadcast_arrays(slots, p)
-        nodes = slots.reshape(-1) + self._n_leaves
-        self._tree[nodes] = p.reshape(-1)
+        self._set_slots(slots.reshape(-1), p.reshape(-1))
+
+    def _set_slots(self, slots: np.ndarray, p: np.ndarray) -> None:
+        """Write checked priorities ``p`` (float64) into the physical ``slots`` (int64, in
+        range) and the sums above them."""
+        nodes = slots + self._n_leaves
+        self._tree[nodes] = p
         self._update(nodes)
 
     def __getitem__(self, idx):

@@ -165,3 +165,17 @@ def test_get_matches_logical_cumulative_sums_after_wrapping():
             expected = np.searchsorted(c, vs, side="right")
             assert [tree.get(v)[0] for v in vs] == expected.tolist()
             assert tree.get_batch(vs)[0].tolist() == expected.tolist()
+
+
+def test_every_inner_node_is_exactly_the_sum_of_its_children_after_batched_writes():
+    # the batched write's sums (one gather of both children a level) against the plain
+    # recomputation tree[k] = tree[2k] + tree[2k + 1] of the whole tree, bit for bit
+    rng = np.random.default_rng(0)
+    tree = SumTree(100)
+    tree.append(rng.random(130))  # wrapped: the oldest 30 overwritten
+    for _ in range(20):
+        idx = rng.integers(-100, 100, rng.integers(1, 40))  # repeats and negatives included
+        tree[idx] = rng.random(idx.size) * 10.0 ** rng.integers(-8, 8)
+        sums = tree._tree
+        inner = np.arange(1, tree._n_leaves)
+        np.testing.assert_array_equal(sums[inner], sums[2 * inner] + sums[2 * inner + 1])
