@@ -18,6 +18,12 @@ repetition (medians of repetitions are printed):
                 the run loop), without logging hooks;
 * ratio:        run / (env + act + learn); budget: 1.25.
 
+Each part is timed by the CPU seconds of this process (``--clock cpu``, the default; torch runs
+at the run's one thread and the envs step in this process, so they are the seconds of work): on
+a machine shared with other jobs, wall-clock seconds also count the time this process waited for
+a core, which lands on whichever part ran then and moves a ratio by half either way.
+``--clock wall`` times wall-clock seconds (for an idle machine, or an env in other processes).
+
 The counts (acts, gradient steps, rollouts) are read from a first, untimed run of the same seed,
 which makes the same decisions. A last run under ``cProfile`` splits the run's time by module:
 the env, network arithmetic (torch, numpy acting), and what the floor does not have: sampling,
@@ -162,8 +168,13 @@ def state_dim_of(env) -> int:
     raise NoFloor(f"observations {space} (the floor's networks are MLPs on flat vectors)")
 
 
-def measure(name: str, overrides: dict, repeats: int, seed: int) -> Row:
-    """The experiment's floor parts and run, interleaved, ``repeats`` times; then its profile."""
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
+def measure(name: str, overrides: dict, repeats: int, seed: int, clock: str = "cpu") -> Row:
+    """The experiment's floor parts and run, interleaved, ``repeats`` times, timed by ``clock``
+    (:data:`CLOCKS`); then its profile."""
+    now = CLOCKS[clock]
     counted = prepared_run(name, overrides, seed)
     env, policy = counted.env, getattr(counted.agent, "policy", counted.agent)
     state_dim = state_dim_of(env)  # before the run: NoFloor for what the floor cannot build
@@ -188,9 +199,9 @@ def measure(name: str, overrides: dict, repeats: int, seed: int) -> Row:
                 times[part].append(0.0)
                 continue
             with torch_threads(threads, "cpu"):  # the floor at the run's threads
-                start = time.perf_counter()
+                start = now()
                 go()
-                times[part].append(time.perf_counter() - start)
+                times[part].append(now() - start)
     median = {part: statistics.median(values) for part, values in times.items()}
     return Row(name, counted.steps, median["env"], median["act"], median["learn"], median["run"],
                profile_shares(run_loop(prepared_run(name, overrides, seed))), note)
@@ -277,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="each run's steps and learning_starts times this (0 < scale <= 1)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default="cpu",
+                        help="time CPU seconds of this process (default) or wall-clock seconds")
     parser.add_argument("--write", action="store_true", help="write docs/performance.md too")
     args = parser.parse_args(argv)
     chosen = args.only or names()
@@ -294,20 +307,21 @@ def main(argv: list[str] | None = None) -> int:
     for name in chosen:
         try:
             rows.append(measure(name, overrides_for(name, args.steps, args.scale), args.repeats,
-                                args.seed))
+                                args.seed, args.clock))
         except NoFloor as why:
             left_out.append(f"{name} ({why})")
     lines = table(rows, args.repeats)
     if left_out:
         lines += ["", "No floor measured (the floor's parts are written for MLPs on flat "
                   "observations): " + "; ".join(left_out) + "."]
-    print(f"stagerl limits: run / floor on the CPU, medians of {args.repeats} repetitions; "
-          f"{where}")
+    seconds = "CPU seconds of this process" if args.clock == "cpu" else "wall-clock seconds"
+    print(f"stagerl limits: run / floor on the CPU, {seconds}, medians of {args.repeats} "
+          f"repetitions; {where}")
     print("\n".join(lines))
     if args.write:
         command = "benchmarks/limits.py " + " ".join(argv if argv is not None
                                                       else sys.argv[1:])
-        write_doc(lines, command.strip(), where)
+        write_doc(lines, command.strip(), f"{where}, in {seconds}")
     return 0
 
 

@@ -73,7 +73,8 @@ def test_a_shortened_run_scales_its_warm_up_with_it(limits):
 
 
 @pytest.mark.parametrize("argv", [["--only", "no-such"], ["--steps", "0"], ["--scale", "0"],
-                                  ["--scale", "nan"], ["--scale", "1.5"], ["--repeats", "0"]])
+                                  ["--scale", "nan"], ["--scale", "1.5"], ["--repeats", "0"],
+                                  ["--clock", "gpu"]])
 def test_bad_options_exit_2_with_one_line(limits, argv, capsys):
     with pytest.raises(SystemExit) as stopped:
         limits.main(argv)
@@ -121,3 +122,12 @@ def test_the_learning_floor_takes_the_runs_gradient_steps_on_every_parameter(lim
     floor()
     floor()  # the counts were read when it was built: a second pass takes as many steps
     assert max(ran) > 0 and steps_of(floor.optimiser) == [2 * n for n in ran]
+
+
+def test_the_cpu_clock_counts_this_process_work_not_its_waits(limits):
+    import time
+
+    start_cpu, start_wall = limits.CLOCKS["cpu"](), limits.CLOCKS["wall"]()
+    time.sleep(0.2)  # waiting, as for a core another job holds: no CPU seconds
+    assert limits.CLOCKS["wall"]() - start_wall >= 0.2
+    assert limits.CLOCKS["cpu"]() - start_cpu < 0.05
