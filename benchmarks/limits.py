@@ -12,8 +12,9 @@ repetition (medians of repetitions are printed):
                 of the network, with no env;
 * floor, learn: the run's gradient steps on the same networks, shapes and optimiser (fused
                 Adam, foreach RMSprop) on random data already in memory: no sampling, one
-                target-network forward per burst where the target is fixed inside it,
-                denormals flushed;
+                target-network forward per burst where the target is fixed inside it
+                (prioritized replay: one per batch, as each batch is drawn after the last
+                one's priorities are written), denormals flushed;
 * run:          the experiment as ``stagerl run`` runs it (``stagerl.experiments.prepare`` and
                 the run loop), without logging hooks;
 * ratio:        run / (env + act + learn); budget: 1.25.

@@ -204,12 +204,19 @@ def dqn_floor(policy: DQNPolicy, state_dim: int, acts: int):
             for burst in range(bursts):
                 if burst < syncs:
                     torch._foreach_copy_(list(target.parameters()), params)
-                with torch.no_grad():  # the target is fixed inside a burst: one pass
-                    next_out = torch.cat([target(part) for part in next_state.split(1024)])
-                    fixed = None if c.double else targets_of(next_out, None, reward, bootstrap)
+                if not c.prioritized:
+                    with torch.no_grad():  # the target is fixed inside a burst: one pass
+                        next_out = torch.cat([target(part) for part in next_state.split(1024)])
+                        fixed = None if c.double else targets_of(next_out, None, reward,
+                                                                 bootstrap)
                 for i in range(per_burst):
                     rows_i = slice(i * size, (i + 1) * size)
-                    if fixed is None:
+                    if c.prioritized:  # each batch is drawn after the last one's priorities
+                        with torch.no_grad():  # are written: its target pass is its own
+                            goal = targets_of(target(next_state[rows_i]),
+                                              net.q_values(next_state[rows_i]) if c.double
+                                              else None, reward[rows_i], bootstrap[rows_i])
+                    elif fixed is None:
                         with torch.no_grad():
                             goal = targets_of(next_out[rows_i], net.q_values(next_state[rows_i]),
                                               reward[rows_i], bootstrap[rows_i])
@@ -223,6 +230,8 @@ def dqn_floor(policy: DQNPolicy, state_dim: int, acts: int):
                         losses = nn.functional.smooth_l1_loss(out.gather(1, a).squeeze(1), goal,
                                                               reduction="none")
                     loss = losses.mean() if weight is None else (weight[rows_i] * losses).mean()
+                    if c.prioritized:  # the errors that become the next priorities
+                        losses.detach().abs()
                     for p in params:
                         p.grad = None
                     loss.backward()
