@@ -8,7 +8,8 @@ the numpy writes themselves. `compile_step_push` writes them out in one function
 per trajectory and set of names like `trajectories._fastpush`'s: the checks of every value (the
 same lines), the ring writes, the metadata's ``append`` for a bounded ring (the same steps as
 `EpisodeMeta.append`), the phase and the insert count (an `InsertSampleRatioController`'s
-``n_inserted += 1``; any other controller gets its ``on_insert(1, step)`` call).
+``n_inserted += 1``, what its ``on_insert(1, step)`` does; any other controller, or one whose
+``on_insert`` was replaced, gets the call).
 
 It takes the values as arguments (``push(state, action, reward, terminal)``, in the order of the
 names), not a dict. Anything but the common case (a first push, an episode's first step, a lane,
@@ -59,7 +60,7 @@ _META_APPEND = """\
     m.step = s + 1
     C._phase = STEPPING
     c = traj.controller
-    if type(c) is ISRC:
+    if type(c) is ISRC and "on_insert" not in c.__dict__:
         c.n_inserted += 1
     else:
         c.on_insert(1, {KEYS})

@@ -75,6 +75,8 @@ from stagerl.core.stop_conditions import (
 
 __all__ = ["run", "Experiment", "StepEnd"]
 
+# The checks of the default conditions, which the loop makes inline while they are these.
+_RESET_CHECK, _STEPS_CHECK = ResetIfEnvTerminated.check, StopAfterNSteps.check
 # Stages carry no data, so one instance of each serves every call.
 PRE_EXPERIMENT = PreExperimentStage()
 POST_EXPERIMENT = PostExperimentStage()
@@ -218,8 +220,10 @@ class Experiment:
         # check() (one call less each, per step; tests/stagerl/core/test_inline_conditions.py
         # runs both ways): the reset while both flags are plain bools, the step count while
         # no progress bar is due and the env counts one step per act (known after one check).
-        inline_reset = type(reset_condition) is ResetIfEnvTerminated
-        counts_steps = type(stop_condition) is StopAfterNSteps
+        inline_reset = getattr(check_reset, "__func__", None) is _RESET_CHECK and \
+            type(reset_condition) is ResetIfEnvTerminated
+        counts_steps = getattr(check_stop, "__func__", None) is _STEPS_CHECK and \
+            type(stop_condition) is StopAfterNSteps
         inline_stop = False
         stop = False
         while not stop:

@@ -83,7 +83,7 @@ def test_generated_step_push_and_general_push_agree(layout, controller, capacity
     assert push_values.__name__ == "push"  # the generated function, not the dict fallback
     played = play(fast, layout, ops, push_values)
     assert play(general, layout, ops,
-                lambda *values: general.push_row(dict(zip(STEP, values)))) == played
+                lambda *values: general.push_row(dict(zip(STEP, values, strict=True)))) == played
 
 
 def test_a_step_of_a_new_container_or_a_lane_takes_the_general_path():
@@ -110,3 +110,12 @@ def test_push_values_function_falls_back_for_traces_it_does_not_generate():
     assert push_values.__name__ == "<lambda>"
     push_values(1, 1, 1.0, True)
     assert t["next_state"].tolist() == [1] and t.controller.n_inserted == 1
+
+
+def test_a_controller_whose_on_insert_was_replaced_is_called():
+    t = Trajectory(CircularArraySARTSTraces(capacity=4))
+    seen = []
+    t.controller.on_insert = lambda n, data=None: seen.append((n, dict(data)))
+    t.push(state=0)
+    t.push_values_function(STEP)(1, 1, 1.0, False)
+    assert seen == [(1, {"state": 1, "action": 1, "reward": 1.0, "terminal": False})]

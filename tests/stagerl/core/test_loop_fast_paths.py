@@ -22,7 +22,6 @@ import stagerl.core.stage_calls as stage_calls
 from trajectories._episode_meta import EpisodeMeta
 
 
-
 class Game(gymnasium.Env):
     """An env whose info tells games: three lives of two steps each, a score of 10 a step."""
 
@@ -199,3 +198,13 @@ def test_fill_lens_by_slices_writes_what_the_indexed_fill_writes(capacity, ops):
         expected[meta.phys(np.arange(meta.n - k, meta.n))] = op + 100
         meta.fill_lens(k, op + 100)
         assert meta.lens.tolist() == expected.tolist()
+
+
+def test_a_replaced_check_of_a_default_condition_is_called():
+    seen = []
+    reset, stop = rl.ResetIfEnvTerminated(), rl.StopAfterNSteps(30, progress=False)
+    reset_check, stop_check = reset.check, stop.check
+    reset.check = lambda policy, env: seen.append("reset") or reset_check(policy, env)
+    stop.check = lambda policy, env: seen.append("stop") or stop_check(policy, env)
+    rl.run(rl.RandomPolicy(rng=0), rl.GymEnv("CartPole-v1", seed=0), stop, None, reset)
+    assert seen.count("stop") == 30 and seen.count("reset") >= 30
