@@ -136,8 +136,14 @@ class EpisodeMeta:
 
     def fill_lens(self, k: int, value: int) -> None:
         """Write ``value`` into the lengths of the last ``k`` entries."""
-        if k:
-            self.lens[self.phys(np.arange(self.n - k, self.n))] = value
+        if k > 0:  # one or two slices of the ring, as phys(arange(n - k, n)) indexes it
+            first = (self.start + self.n - k) % self.P
+            end = first + k
+            if end <= self.P:
+                self.lens[first:end] = value
+            else:
+                self.lens[first:] = value
+                self.lens[:end - self.P] = value
 
     def logical(self, arr: np.ndarray) -> np.ndarray:
         return arr[self.phys(np.arange(self.n))]

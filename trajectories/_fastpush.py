@@ -36,9 +36,10 @@ def _int_range(dtype):
     return 1, 0  # never: other dtypes take the checked path
 
 
-def push_body(writes, pads, leads, others):
+def push_body(writes, pads, leads, others, from_args=False):
     """Source lines (indented once) and namespace that push ``row`` into the rings, leaving
-    ``evict`` (whether a row was dropped everywhere) set.
+    ``evict`` (whether a row was dropped everywhere) set. With ``from_args`` the values are
+    read from the generated function's arguments ``x0, x1, ...`` (in ``writes`` order).
 
     ``writes``: (name, buffer) pairs; ``pads``: buffers given a zero frame; ``leads``: the
     written buffers whose overflow evicts a row everywhere; ``others``: buffers not written.
@@ -60,8 +61,9 @@ def push_body(writes, pads, leads, others):
                    f"dt{j}": b._dtype, f"fs{j}": b._fshape, f"lo{j}": lo, f"hi{j}": hi,
                    f"co{j}": partial(coerce_frame, dtype=b._dtype, frame_shape=b._fshape,
                                      name=b._name)})
+        if not from_args:
+            lines.append(f"    x{j} = row[{name!r}]")
         lines += [
-            f"    x{j} = row[{name!r}]",
             f"    t = type(x{j})",
             "    if t is ndarray:",  # an exact dtype match is the common case: check it first
             f"        if x{j}.shape != fs{j} or (x{j}.dtype is not dt{j} and "

@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from trajectories._push_helpers import lanes_of_first_push, split_truncated
+from trajectories._step_push import compile_step_push
 from trajectories.controllers import InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
-from trajectories.lanes.base import _NO_ROWS, LanedEpisodesBuffer
+from trajectories.lanes.base import LanedEpisodesBuffer
 from trajectories.lanes.factory import lane_storage
-from trajectories.nested import first_leaf, is_nested
+from trajectories.nested import first_leaf
 from trajectories.samplers import DummySampler
 
 __all__ = ["Trajectory", "split_lanes"]
@@ -174,6 +176,28 @@ class Trajectory:
                     n, step if self.n_lanes is None else container.inserted(step))
 
         return push_step
+
+    def push_values_function(self, keys: tuple):
+        """``push(*values)``: `push_function` for the values of ``keys`` given in that order,
+        without a dict. The common step (a running episode of an `EpisodesBuffer` of rings) is
+        one generated function (`trajectories._step_push`); anything else goes through
+        `push_function` with the same values.
+
+        Example:
+            >>> from trajectories import CircularArraySARTSTraces
+            >>> t = Trajectory(CircularArraySARTSTraces(capacity=10))
+            >>> t.push(state=0)
+            >>> push_step = t.push_values_function(("state", "action", "reward", "terminal"))
+            >>> push_step(1, 1, 1.0, False); push_step(2, 0, 0.5, True)
+            >>> t["next_state"].tolist(), t["reward"].tolist(), t.controller.n_inserted
+            ([1, 2], [1.0, 0.5], 2)
+        """
+        keys = tuple(keys)
+        general = self.push_function(keys)
+        fused = compile_step_push(self, keys, general)
+        if fused is not None:
+            return fused
+        return lambda *values: general(dict(zip(keys, values, strict=True)))
 
     def _push_first(self, step: dict) -> None:
         """The first push: one state per sub-env splits the trajectory into lanes. A push that
@@ -362,39 +386,3 @@ def split_lanes(target, n_lanes: int):
     target.container, target.n_lanes, target._lanes_pending = laned, laned.n_lanes, False
     target._sync_detour()
     return target
-
-
-def lanes_of_first_push(container, step: dict):
-    """The number of lanes a first push into an empty ``container`` carries, or None.
-
-    A push whose ``state`` has one more leading axis than the state trace's frames (and at
-    least two entries along it) comes from a vector env. One sub-env is ambiguous with a
-    single env pushing a wrongly shaped state, so it is never guessed: say ``n_lanes=1``.
-    """
-    if "state" not in step or "state" not in container.keys():
-        return None
-    ref = first_leaf(container.take("state", _NO_ROWS))  # a nested state: its first leaf
-    if ref.dtype == object:  # an elastic trace that has not seen a frame: nothing to compare
-        return None
-    state = step["state"]
-    if is_nested(state) and not is_nested(container.take("state", _NO_ROWS)):
-        return None
-    shape = np.shape(first_leaf(state))
-    if len(shape) == ref.ndim and shape[1:] == ref.shape[1:] and shape[0] >= 2:
-        return int(shape[0])
-    return None
-
-
-def split_truncated(columns: dict, keys) -> dict:
-    """The columns to store: all but ``truncated`` unless the traces have it. ``truncated``
-    must hold one flag per step (checked here, before anything is written)."""
-    if "truncated" not in columns or "truncated" in keys:
-        return columns
-    flags = np.asarray(columns["truncated"])
-    steps = min((np.shape(v)[0] for k, v in columns.items() if k != "truncated" and np.ndim(v)),
-                default=None)
-    if flags.ndim != 1 or flags.dtype.kind not in "biu" or (steps is not None and
-                                                             len(flags) != steps):
-        raise ValueError(f"truncated must hold one bool per step ({steps} steps), got "
-                         f"{columns['truncated']!r}")
-    return {k: v for k, v in columns.items() if k != "truncated"}

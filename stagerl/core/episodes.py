@@ -42,7 +42,7 @@ from stagerl.core.env import VectorEnv
 from stagerl.core.hooks_base import Hook
 from stagerl.core.stages import PostActStage, PostEpisodeStage, PreEpisodeStage
 
-__all__ = ["Episode", "EpisodeTracker", "EpisodeHook", "game_figures"]
+__all__ = ["Episode", "EpisodeTracker", "EpisodeHook", "game_figures", "post_act_together"]
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,8 @@ class EpisodeTracker:
     def start(self, env: Any) -> None:
         """A new loop episode: every running figure back to zero (on a single env after a lost
         life of a game: the game's figures go on)."""
-        self._bind(env)
+        if env is not self._env:  # the same env: the figures are zeroed below in their shape
+            self._bind(env)
         if self.game_goes_on and not self.vector:
             self.game_goes_on = False
             return
@@ -287,7 +288,7 @@ class EpisodeHook(Hook):
         """Called for every finished episode; the default does nothing."""
 
     def pre_episode(self, policy: Any, env: Any) -> None:
-        self.tracker.start(env)
+        (self.__dict__.get("_tracker") or self.tracker).start(env)
         self._mirror()
 
     def post_act(self, policy: Any, env: Any) -> None:
@@ -302,15 +303,47 @@ class EpisodeHook(Hook):
             setattr(self, name, getattr(tracker, attribute))
 
     def post_episode(self, policy: Any, env: Any) -> None:
-        for episode in self.tracker.finish(env):
+        for episode in (self.__dict__.get("_tracker") or self.tracker).finish(env):
             self.on_episode(episode, policy, env)
         self._mirror()
 
     def _mirror(self) -> None:
         if self.running_fields:
-            tracker = self.tracker
+            tracker = self.__dict__.get("_tracker") or self.tracker
             for name, attribute in self.running_fields:
                 setattr(self, name, getattr(tracker, attribute))
+
+
+def post_act_together(hooks: tuple, policy: Any, env: Any) -> None:
+    """``hook.post_act(policy, env)`` for each of ``hooks`` in turn (per-episode hooks whose
+    ``post_act`` is :class:`EpisodeHook`'s): what the run loop calls for consecutive such
+    members of a composed hook.
+
+    A single env's step ends no episode, so each hook's post_act only moves its tracker's
+    figures and its mirrored fields; here the env's reward is read once and the trackers moved
+    as :meth:`EpisodeTracker.step` moves them, one Python call for all the hooks. Anything else
+    (a game's info, a vector env, kept rewards, a tracker not bound to ``env``) goes through
+    each hook's own ``post_act``. ``tests/stagerl/core/test_episode_hooks_together.py`` runs
+    both ways on the same steps.
+    """
+    info = getattr(env, "info", None)
+    if type(info) is dict and "game_over" in info:
+        for hook in hooks:
+            hook.post_act(policy, env)
+        return
+    try:
+        reward = env.reward
+    except (AttributeError, NotImplementedError):  # as EpisodeTracker.step
+        reward = math.nan
+    for hook in hooks:
+        tracker = hook.__dict__.get("_tracker")
+        if tracker is None or tracker._env is not env or tracker.vector or tracker.keep_rewards:
+            hook.post_act(policy, env)
+            continue
+        tracker.running_reward += reward
+        tracker.running_length += 1
+        for name, attribute in hook.running_fields:
+            setattr(hook, name, getattr(tracker, attribute))
 
 
 # Each push only calls the hook's own method: the run loop calls that method directly

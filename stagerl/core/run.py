@@ -50,21 +50,33 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import gymnasium
-
 from stagerl.core.dispatch import push
-from stagerl.core.env import Env
 from stagerl.core.hooks import EmptyHook
 from stagerl.core.hooks_base import Hook
 from stagerl.core.method_checks import check_methods
 from stagerl.core.policy import Policy
 from stagerl.core.reset_conditions import ResetCondition, ResetIfEnvTerminated
+from stagerl.core.run_checks import (
+    checked_after_step,
+    checked_env,
+    checked_hook,
+    checked_policy,
+    checked_reset_condition,
+    checked_stop_condition,
+)
 from stagerl.core.stage_calls import POST_ACT, StageCalls, composed_members, short_name
 from stagerl.core.stages import PostExperimentStage, PreExperimentStage
-from stagerl.core.stop_conditions import StopAfterNEpisodes, StopCondition, episodes_ended
+from stagerl.core.stop_conditions import (
+    StopAfterNEpisodes,
+    StopAfterNSteps,
+    StopCondition,
+    episodes_ended,
+)
 
 __all__ = ["run", "Experiment", "StepEnd"]
 
+# The checks of the default conditions, which the loop makes inline while they are these.
+_RESET_CHECK, _STEPS_CHECK = ResetIfEnvTerminated.check, StopAfterNSteps.check
 # Stages carry no data, so one instance of each serves every call.
 PRE_EXPERIMENT = PreExperimentStage()
 POST_EXPERIMENT = PostExperimentStage()
@@ -137,19 +149,19 @@ class Experiment:
         after_step: Sequence[Callable[[bool], None]] = (),
         check_methods: bool = True,
     ) -> None:
-        self.policy = _checked_policy(policy)
-        self.env = _checked_env(env)
+        self.policy = checked_policy(policy)
+        self.env = checked_env(env)
         self.check_methods = check_methods
-        self.stop_condition = _checked_stop_condition(
+        self.stop_condition = checked_stop_condition(
             StopAfterNEpisodes(1) if stop_condition is None else stop_condition
         )
-        self.hook = _checked_hook(EmptyHook() if hook is None else hook)
-        self.reset_condition = _checked_reset_condition(
+        self.hook = checked_hook(EmptyHook() if hook is None else hook)
+        self.reset_condition = checked_reset_condition(
             ResetIfEnvTerminated() if reset_condition is None else reset_condition
         )
         #: Called after every step's stop check as ``f(stop)``, in order (a checkpointing
         #: experiment saves itself there).
-        self.after_step = _checked_after_step(after_step)
+        self.after_step = checked_after_step(after_step)
         validate = getattr(self.policy, "validate", None)
         if validate is not None:
             validate(self.env)
@@ -204,6 +216,15 @@ class Experiment:
         # Bound once: the per-step lookups of these methods cost more than the checks of the
         # default conditions themselves.
         check_stop, check_reset = stop_condition.check, reset_condition.check
+        # The default conditions of a single env are checked inline, with the rules of their
+        # check() (one call less each, per step; tests/stagerl/core/test_inline_conditions.py
+        # runs both ways): the reset while both flags are plain bools, the step count while
+        # no progress bar is due and the env counts one step per act (known after one check).
+        inline_reset = getattr(check_reset, "__func__", None) is _RESET_CHECK and \
+            type(reset_condition) is ResetIfEnvTerminated
+        counts_steps = getattr(check_stop, "__func__", None) is _STEPS_CHECK and \
+            type(stop_condition) is StopAfterNSteps
+        inline_stop = False
         stop = False
         while not stop:
             calls = calls.current()
@@ -217,20 +238,40 @@ class Experiment:
                     call()
             else:  # the episode a saved run was in goes on from the step it ended at
                 stop, start_at = start_at.stopped, None
-            while not stop and not check_reset(policy, env):
-                for call in pre_act:
-                    call()
+            while not stop:
+                if inline_reset:
+                    reset = env.is_terminated
+                    if reset is False:
+                        reset = env.is_truncated
+                    if reset is not True and reset is not False:
+                        reset = check_reset(policy, env)
+                else:
+                    reset = check_reset(policy, env)
+                if reset:
+                    break
+                if pre_act:
+                    for call in pre_act:
+                        call()
                 action = plan_action()
                 act(action)
                 env.last_action = action
                 push_action = push_with_action[type(action)]
                 if push_action is not None:
                     push_action(policy, POST_ACT, env, action)  # the only push given the action
-                for call in post_act:  # optimise(policy, PostActStage()); push(hook, ...)
-                    call()
-                stop = check_stop(policy, env)  # after the PostAct hook
-                if stop is not True and stop is not False:
-                    stop = bool(stop)
+                if post_act:
+                    for call in post_act:  # optimise(policy, PostActStage()); push(hook, ...)
+                        call()
+                # after the PostAct hook
+                step = stop_condition.step + 1 if inline_stop else 0
+                if inline_stop and step < stop_condition._next_redraw:
+                    stop_condition.step = step
+                    stop = step >= stop_condition.n
+                else:
+                    stop = check_stop(policy, env)
+                    if stop is not True and stop is not False:
+                        stop = bool(stop)
+                    inline_stop = counts_steps and stop_condition._env is env and \
+                        stop_condition._steps_per_act == 1
                 if after_step:
                     for callback in after_step:
                         callback(stop)
@@ -299,88 +340,3 @@ def _add_note(error: BaseException, note: str) -> None:
         add_note(note)
     else:  # Python 3.10: same attribute, shown by 3.11+ tracebacks and readable by tools
         error.__notes__ = [*getattr(error, "__notes__", []), note]
-
-
-# ---- argument checks: wrong kinds fail here with the fix, not deep inside the loop ----
-
-
-def _checked_policy(policy: Any) -> Policy:
-    if not isinstance(policy, Policy):
-        raise TypeError(
-            f"run needs a stagerl.Policy as policy, got {policy!r} of type "
-            f"{type(policy).__name__}; subclass stagerl.Policy and define its plan with "
-            "@stagerl.plan.dispatch, or use stagerl.RandomPolicy()"
-        )
-    return policy
-
-
-def _checked_env(env: Any) -> Any:
-    if isinstance(env, Env):
-        return env
-    # Other objects with reset() and act() are driven too; a gymnasium env has no act().
-    if isinstance(env, gymnasium.Env) or not all(
-        callable(getattr(env, verb, None)) for verb in ("reset", "act")
-    ):
-        raise TypeError(
-            f"run needs a stagerl.Env as env, got {env!r} of type {type(env).__name__}; wrap a "
-            "gymnasium env or id in stagerl.GymEnv(...), or subclass stagerl.Env"
-        )
-    return env
-
-
-def _has_check(condition: Any) -> bool:
-    return callable(getattr(condition, "check", None))
-
-
-def _checked_stop_condition(stop_condition: Any) -> Any:
-    # Any object with a callable check(policy, env) will do; the base class is a convenience.
-    if _has_check(stop_condition):
-        return stop_condition
-    if isinstance(stop_condition, int) and not isinstance(stop_condition, bool):
-        fix = f"to stop after {stop_condition} steps pass StopAfterNSteps({stop_condition})"
-    else:
-        fix = ("pass e.g. StopAfterNSteps(n) or StopAfterNEpisodes(n), or an object with a "
-               "check(policy, env) method (a stagerl.StopCondition subclass, say)")
-    raise TypeError(
-        f"stop_condition needs a check(policy, env) method, got {stop_condition!r} of type "
-        f"{type(stop_condition).__name__}; {fix}"
-    )
-
-
-def _checked_hook(hook: Any) -> Hook:
-    if isinstance(hook, Hook):
-        return hook
-    if callable(hook):
-        fix = "to call a function every step pass DoEveryNSteps(f), or subclass stagerl.Hook"
-    else:
-        fix = "pass e.g. TotalRewardPerEpisode(), compose hooks with +, or subclass stagerl.Hook"
-    raise TypeError(
-        f"hook must be a stagerl.Hook, got {hook!r} of type {type(hook).__name__}; {fix}"
-    )
-
-
-def _checked_after_step(after_step: Any) -> tuple:
-    if callable(after_step) or isinstance(after_step, (str, bytes)):
-        raise TypeError(f"after_step must be a list of callables f(stop), got {after_step!r}; "
-                        "pass [f] for one")
-    try:
-        callbacks = tuple(after_step)
-    except TypeError:
-        raise TypeError(f"after_step must be a list of callables f(stop), got {after_step!r}"
-                        ) from None
-    for callback in callbacks:
-        if not callable(callback):
-            raise TypeError(f"after_step holds {callback!r}, which is not callable; each entry "
-                            "is called as f(stop) after every step's stop check")
-    return callbacks
-
-
-def _checked_reset_condition(reset_condition: Any) -> Any:
-    if _has_check(reset_condition):
-        return reset_condition
-    raise TypeError(
-        f"reset_condition needs a check(policy, env) method, got {reset_condition!r} of type "
-        f"{type(reset_condition).__name__}; pass e.g. ResetIfEnvTerminated() or "
-        "ResetAfterNSteps(n), or an object with a check(policy, env) method (a "
-        "stagerl.ResetCondition subclass, say)"
-    )

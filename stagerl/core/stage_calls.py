@@ -26,6 +26,7 @@ import plum
 
 from stagerl.core import fallbacks
 from stagerl.core.dispatch import optimise, plan, push
+from stagerl.core.episodes import EpisodeHook, post_act_together
 from stagerl.core.plum_adapter import (
     LOOKUP_ERRORS,
     registration_count,
@@ -106,7 +107,9 @@ class StageCalls:
         self.registrations = _registrations()
         self.pre_episode = self._stage(PRE_EPISODE)
         self.pre_act = self._stage(PRE_ACT)
-        self.post_act = self._stage(POST_ACT, with_policy_push=False)
+        # Listed call by call (lines()); run with consecutive per-episode hooks as one call.
+        self._post_act_listed = self._stage(POST_ACT, with_policy_push=False)
+        self.post_act = _episode_hooks_together(self._post_act_listed, policy, env)
         self.post_episode = self._stage(POST_EPISODE)
         (self.plan,) = _bound(plan, (policy, env))  # plan has no no-op fallback
         self.push_with_action = _PushWithAction(policy, env)
@@ -129,7 +132,7 @@ class StageCalls:
                        f"action) -> {self.push_with_action.described()}")
         out = []
         for stage, calls in (("PreEpisode", self.pre_episode), ("PreAct", self.pre_act),
-                             ("plan", (self.plan,)), ("PostAct", self.post_act),
+                             ("plan", (self.plan,)), ("PostAct", self._post_act_listed),
                              ("PostEpisode", self.post_episode)):
             out.append(f"  {stage}:")
             described = [_described(call) for call in calls]
@@ -190,6 +193,28 @@ def _bound(function: plum.Function, args: tuple) -> tuple:
             return _bound(target, forwarded)
         return (partial(target, *forwarded),)  # e.g. a per-episode hook's own post_act
     return (partial(method, *args),)
+
+
+def _episode_hooks_together(calls: tuple, policy: Any, env: Any) -> tuple:
+    """``calls`` with each run of two or more consecutive ``EpisodeHook.post_act`` calls
+    (hooks that keep the default) made one ``post_act_together(hooks, policy, env)`` call."""
+    out: list = []
+    run: list = []
+    for call in (*calls, None):
+        method = getattr(call, "func", None)
+        if getattr(method, "__func__", None) is EpisodeHook.post_act and \
+                call.args == (policy, env) and not call.keywords:
+            run.append(call)
+            continue
+        if len(run) >= 2:
+            hooks = tuple(c.func.__self__ for c in run)
+            out.append(partial(post_act_together, hooks, policy, env))
+        else:
+            out.extend(run)
+        run = []
+        if call is not None:
+            out.append(call)
+    return tuple(out)
 
 
 def _hook_calls(hook: Any, stage: Any, policy: Any, env: Any) -> tuple:
@@ -258,7 +283,7 @@ _PACKAGES_ROOT = Path(__file__).resolve().parents[2]  # the folder holding stage
 
 
 def _registrations() -> tuple[int, ...]:
-    return tuple(registration_count(f) for f in (push, plan, optimise))
+    return registration_count(push), registration_count(plan), registration_count(optimise)
 
 
 def composed_members(hook: Any, stage: Any, policy: Any, env: Any) -> list:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import plum
@@ -89,9 +90,10 @@ class Agent(Policy):
         self._policy = policy
         self._trajectory = trajectory
         #: ``push_row(step_dict)``: the trajectory's push without packing the names each step;
-        #: ``_push_step`` the same for a plain step's four names, looked up once.
+        #: ``_push_step(state, action, reward, terminal)`` a plain step's push, found at the
+        #: first step (after the episode's first state: a trajectory learns its lanes there).
         self._push_row = _row_pusher(trajectory)
-        self._push_step = _row_pusher(trajectory, _PLAIN_STEP)
+        self._push_step = partial(_first_plain_step, self)
         keys = _trace_names(trajectory)
         # Resolved once: the pushes need them on every step and episode.
         self._completes_with_next_action = "next_action" in keys
@@ -168,6 +170,22 @@ def _row_pusher(trajectory: Any, keys: tuple | None = None) -> Any:
         return push_row
     push = trajectory.push
     return lambda step: push(**step)
+
+
+def _first_plain_step(agent: Agent, *values: Any) -> None:
+    # The function kept for the next steps: the trajectory's own for these values (one
+    # generated function for the common step), or its dict push.
+    trajectory = agent._trajectory
+    push_values = getattr(trajectory, "push_values_function", None)
+    if callable(push_values) and isinstance(trajectory, Trajectory):
+        push = push_values(_PLAIN_STEP)
+    else:
+        push_row = _row_pusher(trajectory, _PLAIN_STEP)
+
+        def push(*values):
+            push_row(dict(zip(_PLAIN_STEP, values, strict=True)))
+    agent._push_step = push
+    push(*values)
 
 
 def _trace_names(trajectory: Any) -> tuple[str, ...]:
@@ -265,9 +283,7 @@ def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
     if env.is_truncated:  # the common step: one attribute read more
         record_step(agent, env, action)
         return
-    agent._push_step(
-        {"state": env.state, "action": action, "reward": env.reward,
-         "terminal": env.is_terminated})
+    agent._push_step(env.state, action, env.reward, env.is_terminated)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)

@@ -1,0 +1,210 @@
+"""The run loop's fast paths against the general ones, on the same inputs, with exact values:
+
+* the default conditions checked inline (``ResetIfEnvTerminated``, ``StopAfterNSteps``) against
+  their own ``check`` (a subclass that overrides nothing is never inlined);
+* consecutive per-episode hooks stepped in one call (``post_act_together``) against each hook's
+  own ``post_act`` (the grouping turned off);
+* the episode lengths filled by slices (``EpisodeMeta.fill_lens``) against the indexed fill.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import stagerl as rl
+import stagerl.core.stage_calls as stage_calls
+from trajectories._episode_meta import EpisodeMeta
+
+
+class Game(gymnasium.Env):
+    """An env whose info tells games: three lives of two steps each, a score of 10 a step."""
+
+    observation_space = gymnasium.spaces.Box(0, 1000, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self):
+        self.over, self.score, self.lives, self.t = True, 0.0, 3, 0
+
+    def reset(self, *, seed=None, options=None):
+        if self.over:
+            self.over, self.score, self.lives = False, 0.0, 3
+        self.t = 0
+        return np.zeros(1, np.float32), {"game_return": self.score, "game_over": False}
+
+    def step(self, action):
+        self.t += 1
+        self.score += 10.0
+        lost = self.t == 2
+        self.lives -= lost
+        self.over = self.lives == 0
+        info = {"game_return": self.score, "game_over": self.over}
+        return np.zeros(1, np.float32), 1.0, lost, False, info
+
+
+class GeneralReset(rl.ResetIfEnvTerminated):
+    """The same rule, through check(): a subclass is never checked inline."""
+
+
+class GeneralStop(rl.StopAfterNSteps):
+    """The same rule, through check()."""
+
+
+class CountingReset(rl.ResetIfEnvTerminated):
+    calls = 0
+
+    def check(self, policy, env):
+        self.calls += 1
+        return super().check(policy, env)
+
+
+class NumpyFlags:
+    """Flags as numpy bools (not plain bools): the inline check must defer to check(); with
+    ``flag=bool``, plain bools, truncations among them."""
+
+    action_space = gymnasium.spaces.Discrete(2)
+    state_space = gymnasium.spaces.Discrete(10)
+
+    def __init__(self, flag=np.bool_):
+        self.t, self.flag = 0, flag
+
+    def reset(self):
+        self.state, self.reward = 0, 0.0
+        self.is_terminated = self.is_truncated = self.flag(False)
+
+    def act(self, action):
+        self.t += 1
+        self.state += 1
+        self.reward = float(self.t % 3)
+        self.is_terminated = self.flag(self.state >= 4)
+        self.is_truncated = self.flag(self.t % 7 == 0)
+
+
+def agent_run(env, stop, reset, hook):
+    traces = rl.CircularArraySARTSTraces(capacity=16, env=env)
+    agent = rl.Agent(rl.RandomPolicy(rng=3), rl.Trajectory(traces))
+    rl.run(agent, env, stop, hook, reset)
+    container = agent.trajectory.container
+    return ([np.asarray(b).tolist() for b in container.traces._bufs],
+            container.step_numbers.tolist(), container.sampleable_inds.tolist(),
+            agent.trajectory.controller.n_inserted)
+
+
+def figures(hook):
+    return [(type(h).__name__, dataclasses.asdict(h), h.tracker.__getstate__()) for h in hook]
+
+
+@pytest.mark.parametrize("make_env", [lambda: rl.GymEnv("CartPole-v1", seed=1), NumpyFlags,
+                                      lambda: NumpyFlags(bool), lambda: rl.RandomWalk1D()])
+@pytest.mark.parametrize("steps", [1, 5, 333])
+def test_inline_conditions_make_the_run_of_their_checks(make_env, steps):
+    runs = []
+    for stop, reset in ((rl.StopAfterNSteps(steps, progress=False), rl.ResetIfEnvTerminated()),
+                        (GeneralStop(steps, progress=False), GeneralReset())):
+        hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
+        runs.append((agent_run(make_env(), stop, reset, hook), figures(hook), stop.step))
+    assert runs[0] == runs[1]
+    assert runs[0][2] == steps and sum(runs[0][1][1][1]["steps"]) + runs[0][1][1][1]["count"] \
+        == steps
+
+
+def test_a_stop_condition_with_a_progress_bar_counts_and_redraws_as_its_check(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    stop, general = rl.StopAfterNSteps(250, progress=True), GeneralStop(250, progress=True)
+    for condition in (stop, general):
+        rl.run(rl.RandomPolicy(rng=0), rl.GymEnv("CartPole-v1", seed=0), condition)
+    assert stop.step == general.step == 250
+    assert stop._bar.n == general._bar.n == 250 and stop._next_redraw == general._next_redraw
+
+
+def test_a_reset_condition_subclass_is_asked_before_every_step():
+    reset = CountingReset()
+    hook = rl.run(rl.RandomPolicy(rng=0), rl.GymEnv("CartPole-v1", seed=0),
+                  rl.StopAfterNSteps(100, progress=False), rl.StepsPerEpisode(), reset)
+    # once before every step, and once more at the end of every episode but the last (the
+    # stop ends that one)
+    assert reset.calls == 100 + len(hook.steps) - 1
+
+
+def test_a_vector_env_runs_as_with_the_general_checks():
+    runs = []
+    for stop, reset in ((rl.StopAfterNSteps(60, progress=False), rl.ResetIfEnvTerminated()),
+                        (GeneralStop(60, progress=False), GeneralReset())):
+        hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
+        env = rl.GymVectorEnv("CartPole-v1", num_envs=3, seed=0)
+        rl.run(rl.RandomPolicy(rng=0), env, stop, hook, reset)
+        runs.append((hook[0].rewards, hook[1].steps, hook[1].count.tolist(),
+                     stop.step))
+    assert runs[0] == runs[1] and runs[0][3] == 60
+
+
+def no_grouping(monkeypatch):
+    monkeypatch.setattr(stage_calls, "_episode_hooks_together", lambda calls, policy, env: calls)
+
+
+ENVS = {
+    "cartpole": lambda: rl.GymEnv("CartPole-v1", seed=2),
+    "numpy flags": NumpyFlags,
+    "bool flags": lambda: NumpyFlags(bool),
+    "game": lambda: rl.GymEnv(Game()),
+    "vector": lambda: rl.GymVectorEnv("CartPole-v1", num_envs=2, seed=0),
+}
+
+
+@pytest.mark.parametrize("env", ENVS)
+@pytest.mark.parametrize("steps", [1, 17, 200])
+def test_episode_hooks_stepped_together_record_what_each_records_alone(env, steps, monkeypatch):
+    def run():
+        hook = (rl.TotalRewardPerEpisode() + rl.StepsPerEpisode() + rl.RewardsPerEpisode()
+                + rl.StepsPerEpisode() + rl.DoEveryNEpisodes(lambda *a: None))
+        rl.run(rl.RandomPolicy(rng=0), ENVS[env](), rl.StopAfterNSteps(steps, progress=False), hook)
+        return [(type(h).__name__, repr({k: v for k, v in dataclasses.asdict(h).items()
+                                         if k != "f"}),
+                 repr(h.tracker.__getstate__())) for h in hook]
+
+    calls = stage_calls.StageCalls(rl.RandomPolicy(), rl.RandomWalk1D(),
+                                   rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
+                                   + rl.RewardsPerEpisode() + rl.StepsPerEpisode()
+                                   + rl.DoEveryNEpisodes(lambda *a: None))
+    # two runs of default post_acts around RewardsPerEpisode's own: two calls and one
+    assert [c.func.__name__ for c in calls.post_act] == [
+        "post_act_together", "post_act", "post_act_together"]
+    together = run()
+    no_grouping(monkeypatch)
+    assert run() == together
+
+
+def test_describe_lists_grouped_hooks_one_by_one():
+    hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
+    lines = rl.Experiment(rl.RandomPolicy(rng=0), rl.RandomWalk1D(), None, hook).describe()
+    assert "TotalRewardPerEpisode.post_act(RandomPolicy, RandomWalk1D)" in lines
+    assert "StepsPerEpisode.post_act(RandomPolicy, RandomWalk1D)" in lines
+
+
+@settings(max_examples=200, deadline=None)
+@given(capacity=st.integers(1, 9), ops=st.lists(st.integers(0, 12), min_size=1, max_size=40))
+def test_fill_lens_by_slices_writes_what_the_indexed_fill_writes(capacity, ops):
+    meta = EpisodeMeta(capacity)
+    for op in ops:  # append op entries, then fill the last min(op, n) with op
+        for step in range(op):
+            meta.append(step + 1, 1 if step else 0)
+        k = min(op, meta.n)
+        expected = meta.lens.copy()
+        expected[meta.phys(np.arange(meta.n - k, meta.n))] = op + 100
+        meta.fill_lens(k, op + 100)
+        assert meta.lens.tolist() == expected.tolist()
+
+
+def test_a_replaced_check_of_a_default_condition_is_called():
+    seen = []
+    reset, stop = rl.ResetIfEnvTerminated(), rl.StopAfterNSteps(30, progress=False)
+    reset_check, stop_check = reset.check, stop.check
+    reset.check = lambda policy, env: seen.append("reset") or reset_check(policy, env)
+    stop.check = lambda policy, env: seen.append("stop") or stop_check(policy, env)
+    rl.run(rl.RandomPolicy(rng=0), rl.GymEnv("CartPole-v1", seed=0), stop, None, reset)
+    assert seen.count("stop") == 30 and seen.count("reset") >= 30
