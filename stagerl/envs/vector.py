@@ -206,13 +206,13 @@ class GymVectorEnv(VectorEnv):
                 obs, reward, terminated, truncated, info = env.step(action)
             finally:
                 env.copy = copies
-            state = np.array(obs)
+            state = np.array(obs)  # its rewards and flags are new float64 and bool arrays
         else:
             obs, reward, terminated, truncated, info = self.env.step(action)
             state = obs if self._fresh_obs else copied(obs)
-        reward = np.asarray(reward, dtype=np.float64)
-        terminated = np.asarray(terminated, dtype=bool)
-        truncated = np.asarray(truncated, dtype=bool)
+            reward = np.asarray(reward, dtype=np.float64)
+            terminated = np.asarray(terminated, dtype=bool)
+            truncated = np.asarray(truncated, dtype=bool)
         done = terminated | truncated
         # np.count_nonzero, not .any(): ~0.2 us against ~1 us on 8 lanes, twice every act.
         if self._next_step:

@@ -233,8 +233,7 @@ class RingLanes(LanedEpisodesBuffer):
                 oldest.fill(False)
                 self._us = (s + 1) % P
                 self._start.fill(self._us)
-                self._um -= 1
-                m.fill(self._um)  # _finish reads it
+                self._um -= 1  # m is set at the end (_finish reads _um in uniform geometry)
             new = (self._us + self._um) % P
             prev = new - 1 if new else P - 1
             at_new, at_prev = (slice(None), new), (slice(None), prev)
@@ -347,11 +346,14 @@ class RingLanes(LanedEpisodesBuffer):
 
     def _finish(self, lanes) -> None:
         """The running episodes of ``lanes`` end: write their length over their entries."""
-        P, lens = self._P, self._lens
-        for lane in lanes.tolist():
-            step, m = int(self._step[lane]), int(self._m[lane])
+        P, lens, steps = self._P, self._lens, self._step[lanes].tolist()
+        if self._uniform:  # every lane's start and m: two ints, not two reads a lane
+            geometry = [(self._us, self._um)] * len(steps)
+        else:
+            geometry = zip(self._start[lanes].tolist(), self._m[lanes].tolist(), strict=True)
+        for lane, step, (start, m) in zip(lanes.tolist(), steps, geometry, strict=True):
             k = min(step, m)
-            a = (int(self._start[lane]) + m - k) % P  # the entries are a..a+k-1, mod P
+            a = (start + m - k) % P  # the entries are a..a+k-1, mod P
             b = min(a + k, P)
             lens[lane, a:b] = step - 1
             lens[lane, :a + k - b] = step - 1
