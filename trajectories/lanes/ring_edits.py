@@ -15,7 +15,7 @@ import trajectories.lanes.ring_reads as ring_reads
 from trajectories._casting import TraceKeyError, coerce_frames
 from trajectories._episode_rules import FULL, PARTIAL
 
-__all__ = ["extend", "pop", "popleft", "clear"]
+__all__ = ["extend", "pop", "popleft", "clear", "release_kept"]
 
 
 def extend(rings, lane: int, new_episode: bool, columns: dict) -> int:
@@ -138,3 +138,22 @@ def _emptied(rings, lane: int) -> None:
 
 def _lane_row(rings, lane: int, r: int) -> dict:
     return ring_reads.row(rings, int(rings._offsets()[lane]) + r)
+
+
+def release_kept(rings, starts, reached=None) -> None:
+    """`RingLanes._release_kept`: before a push reaches ``reached`` (a bool mask; None: every
+    lane), the kept states of the lanes in ``starts`` (a bool mask, or None) go, a new episode
+    replaces them; the other reached lanes continue from theirs. Runs only after every check
+    passed."""
+    kept = rings._kept
+    if starts is not None:
+        gone = kept & starts
+        if np.count_nonzero(gone):
+            rings._m[gone] = 0
+            rings._step[gone] = 0
+            rings._uniform = rings._filled = False
+    if reached is None:
+        kept[:] = False
+    else:
+        kept[reached] = False
+    rings._any_kept = np.count_nonzero(kept) > 0
