@@ -140,13 +140,14 @@ class OnPolicy(Policy):
         actions among the legal ones."""
         return self.draw(*self.act_outputs(states), action_space, mask)
 
-    def act_outputs(self, states: Any) -> tuple:
+    def act_outputs(self, states: Any, actor: bool = True) -> tuple:
         """The model's ``act_outputs`` for a batch of raw observations: on the CPU, an MLP's
-        through its numpy pass (``numpy_act_outputs``: no torch call overhead), else torch's."""
+        through its numpy pass (``numpy_act_outputs``: no torch call overhead), else torch's.
+        ``actor=False``: the values are what is needed (numpy's pass leaves the actor out)."""
         if self.device.type == "cpu" and not is_nested(states) \
                 and hasattr(self.model, "numpy_act_outputs") and self.model.extractor is None:
             x = self.state_rms.normalize(states) if self.state_rms is not None else states
-            outputs = self.model.numpy_act_outputs(np.asarray(x, dtype=np.float32))
+            outputs = self.model.numpy_act_outputs(np.asarray(x, dtype=np.float32), actor)
             if outputs is not None:
                 return outputs
         return self.model.act_outputs(self.states_tensor(states))
@@ -214,7 +215,11 @@ class OnPolicy(Policy):
             model_params = _PARAMETERS[self.model] = list(self.model.parameters())
         if any(p.grad is None for p in model_params):
             self.model.relink()  # someone set gradients to None: make them views again
-        optimiser.zero_grad(set_to_none=False)
+        # optimiser.zero_grad(set_to_none=False) without its per-call bookkeeping: the flat
+        # gradients (no graph of their own) zeroed in one call.
+        grads = [p.grad for p in params if p.grad is not None]
+        if grads:
+            torch._foreach_zero_(grads)
         loss.backward()
         if self.max_grad_norm is not None and self.max_grad_norm < math.inf:  # inf: never clip
             clip_grad_norm(params, self.max_grad_norm)
