@@ -191,3 +191,23 @@ def test_a_gradient_step_relinks_gradients_someone_set_to_none():
     assert all(p.grad is not None for p in policy.model.parameters())
     assert not torch.equal(policy.model.flat_parameters()[0], before)  # the steps reached it
 
+
+
+def test_the_categorical_draws_reductions_are_the_array_methods_ones():
+    from stagerl.utils.action_distribution import inverse_cdf, numpy_log_softmax
+
+    rng = np.random.default_rng(5)
+    for rows, n in ((8, 2), (3, 7), (1, 1)):
+        logits = (rng.standard_normal((rows, n)) * 4).astype(np.float32)
+        logits[0, -1] = -np.inf  # an illegal action, as the masked draw gives it
+        if n == 1:
+            logits[0, 0] = 3.0
+        z = logits - logits.max(axis=-1, keepdims=True)
+        general = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+        fast = numpy_log_softmax(logits)
+        assert fast.dtype == general.dtype
+        np.testing.assert_array_equal(fast, general)
+        u = rng.random((rows, 1))
+        cdf = np.cumsum(np.exp(general), axis=-1)
+        np.testing.assert_array_equal(inverse_cdf(fast, u),
+                                      np.minimum((cdf < u).sum(axis=-1), n - 1))
