@@ -11,7 +11,8 @@ a ``loss`` (and, when the default GAE does not fit, a ``postprocess``); see
 
 The rollout's layout, its bootstrapping and the estimators: :mod:`.rollout`; what the loop's
 stages do for an on-policy policy (plan, record, learn) and ``compute_actions``: :mod:`.stages`;
-what Ray workers need of it (its weights, A3C's gradients): :mod:`.workers`.
+what Ray workers need of it (its weights, A3C's gradients): :mod:`.workers`; the settings every
+on-policy algorithm has (``OnPolicyConfig``) and the model they build: :mod:`.config`.
 """
 
 from __future__ import annotations
