@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 from torch import nn
 
-__all__ = ["mlp"]
+__all__ = ["mlp", "clip_grad_norm"]
 
 
 def mlp(in_features: int, hidden: Sequence[int], out_features: int,
@@ -33,3 +34,26 @@ def mlp(in_features: int, hidden: Sequence[int], out_features: int,
         nn.init.zeros_(out.bias)
     layers.append(out)
     return nn.Sequential(*layers)
+
+
+def clip_grad_norm(parameters: list, max_norm: float) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_(parameters, max_norm, foreach=True)`` without its
+    per-call checks and grouping (parameters on one device, of one dtype; their gradients
+    scaled by ``min(1, max_norm / (total norm + 1e-6))``), the same float operations in the
+    same order: the same gradients, bit for bit, in about half the time on a small network.
+    Returns the total norm.
+
+    Example:
+        >>> weight = torch.nn.Parameter(torch.zeros(2))
+        >>> weight.grad = torch.tensor([3.0, 4.0])
+        >>> total = clip_grad_norm([weight], 1.0)
+        >>> round(total.item(), 4), [round(g, 4) for g in weight.grad.tolist()]
+        (5.0, [0.6, 0.8])
+    """
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    with torch.no_grad():
+        total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+        torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
+    return total

@@ -144,13 +144,17 @@ def generalized_advantage_estimation(
     continues = _continues(terminal, rewards)
     dtype = rewards.dtype if rewards.dtype == values.dtype else (rewards[:1] + values[:1]).dtype
     advantages = _empty_like(rewards, dtype)
+    # The TD errors of every step at once, and one multiply-add a step for the recursion: the
+    # same float operations, in the same order and dtypes, as one step at a time (the values
+    # are bit for bit those of ``delta + gamma * lam * continues * gae`` written per step).
+    if continues is None:
+        deltas = rewards + gamma * values[1:] - values[:-1]
+        decays = None
+    else:
+        deltas = rewards + gamma * continues * values[1:] - values[:-1]
+        decays = gamma * lam * continues
     gae = 0.0
     for t in range(rewards.shape[0] - 1, -1, -1):
-        if continues is None:
-            delta = rewards[t] + gamma * values[t + 1] - values[t]
-            gae = delta + gamma * lam * gae
-        else:
-            delta = rewards[t] + gamma * continues[t] * values[t + 1] - values[t]
-            gae = delta + gamma * lam * continues[t] * gae
+        gae = deltas[t] + (gamma * lam * gae if decays is None else decays[t] * gae)
         advantages[t] = gae
     return advantages

@@ -11,93 +11,37 @@ a ``loss`` (and, when the default GAE does not fit, a ``postprocess``); see
 
 The rollout's layout, its bootstrapping and the estimators: :mod:`.rollout`; what the loop's
 stages do for an on-policy policy (plan, record, learn) and ``compute_actions``: :mod:`.stages`;
-what Ray workers need of it (its weights, A3C's gradients): :mod:`.workers`.
+what Ray workers need of it (its weights, A3C's gradients): :mod:`.workers`; the settings every
+on-policy algorithm has (``OnPolicyConfig``) and the model they build: :mod:`.config`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import weakref
 from typing import Any
 
 import gymnasium
 import numpy as np
 import torch
-from torch import nn
 
-from stagerl.algorithms._checks import (
-    Settings,
-    check_choice,
-    check_net_arch,
-    check_numbers,
-    settings_name,
-)
-from stagerl.algorithms.extractors import check_extractor_name, convolution_layout, input_dtypes
+from stagerl.algorithms.extractors import convolution_layout, input_dtypes
 from stagerl.algorithms.on_policy.baselines import Baseline, ValueNetworkBaseline
-from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd, build_model
+from stagerl.algorithms.on_policy.config import ACTIVATIONS, OnPolicyConfig, build_model_for
+from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd
 from stagerl.algorithms.on_policy.rollout import add_gae, carried_steps, read_rollout, rows_selector
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.env import VectorEnv
 from stagerl.core.policy import Policy, as_rng
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
+from stagerl.utils.networks import clip_grad_norm
 from trajectories.nested import is_nested, tree_map
 
 __all__ = ["OnPolicyConfig", "OnPolicy", "ACTIVATIONS", "build_model_for"]
 
-#: The MLPs' activations by the name the settings take.
-ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
-
-
-@dataclass
-class OnPolicyConfig(Settings):
-    """The settings every on-policy algorithm has (each algorithm's config adds its own).
-
-    Attributes:
-        learning_rate: the optimiser's step size.
-        gamma: the discount.
-        normalize_states: normalise observations by their running mean and standard deviation.
-        normalize_rewards: divide rewards by the running standard deviation of the discounted
-            return, clipped to +-10 (SB3's ``VecNormalize``); checkpointed with the policy.
-        net_arch: hidden sizes of the actor's and of the critic's MLP (no shared layers).
-        activation: the MLPs' activation, ``"tanh"`` or ``"relu"``.
-        log_std_init: the initial log standard deviation of a Gaussian policy (Box actions).
-        ortho_init: orthogonal initialisation, as Stable-Baselines3 and CleanRL.
-        features_extractor: the body before the MLPs: ``"auto"`` (a Nature CNN for images, a
-            combined extractor for Dict and Tuple observations, none for vectors), ``"mlp"``,
-            ``"nature_cnn"`` or ``"combined"`` (see ``stagerl.algorithms.extractors``; a
-            factory of your own goes to the agent's maker).
-        share_features_extractor: one extractor for the actor and the critic, or one each.
-    """
-
-    learning_rate: float = 3e-4
-    gamma: float = 0.99
-    normalize_states: bool = False
-    normalize_rewards: bool = False
-    net_arch: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    log_std_init: float = 0.0
-    ortho_init: bool = True
-    features_extractor: str = "auto"
-    share_features_extractor: bool = True
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_numbers(self, "learning_rate", above=0)
-        check_numbers(self, "gamma", at_least=0, at_most=1)
-        check_numbers(self, "log_std_init")
-        check_net_arch(self)
-        check_choice(self, "activation", tuple(ACTIVATIONS))
-        check_extractor_name(settings_name(self), self.features_extractor)
-
-
-def build_model_for(env: Any, who: str, config: OnPolicyConfig, seed: int, device: Any,
-                    features_extractor: Any = None) -> ActorCritic:
-    """The :class:`ActorCritic` the settings ask for on ``env``; ``features_extractor`` (a
-    factory of the observation space) replaces the one ``config`` names."""
-    return build_model(env, who, config.net_arch, config.log_std_init, config.ortho_init, seed,
-                       device, config.features_extractor if features_extractor is None
-                       else features_extractor, config.share_features_extractor,
-                       ACTIVATIONS[config.activation])
+#: Each model's parameters, listed once (``model.parameters()`` walks every module, a good share
+#: of a small network's gradient step): ``gradient_step`` checks that their gradients are views.
+_PARAMETERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 # ---- the policy ---------------------------------------------------------------------------------
@@ -197,13 +141,14 @@ class OnPolicy(Policy):
         actions among the legal ones."""
         return self.draw(*self.act_outputs(states), action_space, mask)
 
-    def act_outputs(self, states: Any) -> tuple:
+    def act_outputs(self, states: Any, actor: bool = True) -> tuple:
         """The model's ``act_outputs`` for a batch of raw observations: on the CPU, an MLP's
-        through its numpy pass (``numpy_act_outputs``: no torch call overhead), else torch's."""
+        through its numpy pass (``numpy_act_outputs``: no torch call overhead), else torch's.
+        ``actor=False``: the values are what is needed (numpy's pass leaves the actor out)."""
         if self.device.type == "cpu" and not is_nested(states) \
                 and hasattr(self.model, "numpy_act_outputs") and self.model.extractor is None:
             x = self.state_rms.normalize(states) if self.state_rms is not None else states
-            outputs = self.model.numpy_act_outputs(np.asarray(x, dtype=np.float32))
+            outputs = self.model.numpy_act_outputs(np.asarray(x, dtype=np.float32), actor)
             if outputs is not None:
                 return outputs
         return self.model.act_outputs(self.states_tensor(states))
@@ -266,12 +211,19 @@ class OnPolicy(Policy):
         backward, clip the gradient norm (if ``max_grad_norm``), step."""
         params = optimiser.param_groups[0]["params"] if len(optimiser.param_groups) == 1 else \
             [p for group in optimiser.param_groups for p in group["params"]]
-        if any(p.grad is None for p in self.model.parameters()):
+        model_params = _PARAMETERS.get(self.model)
+        if model_params is None:
+            model_params = _PARAMETERS[self.model] = list(self.model.parameters())
+        if any(p.grad is None for p in model_params):
             self.model.relink()  # someone set gradients to None: make them views again
-        optimiser.zero_grad(set_to_none=False)
+        # optimiser.zero_grad(set_to_none=False) without its per-call bookkeeping: the flat
+        # gradients (no graph of their own) zeroed in one call.
+        grads = [p.grad for p in params if p.grad is not None]
+        if grads:
+            torch._foreach_zero_(grads)
         loss.backward()
         if self.max_grad_norm is not None and self.max_grad_norm < math.inf:  # inf: never clip
-            nn.utils.clip_grad_norm_(params, self.max_grad_norm, foreach=True)
+            clip_grad_norm(params, self.max_grad_norm)
         optimiser.step()
 
     def select(self, rollout: dict) -> np.ndarray:
@@ -314,8 +266,10 @@ class OnPolicy(Policy):
         the critic also gets the raw observations)."""
         rows = self.select(rollout)
         selected = rows_selector(rows)
-        batch = {name: torch.as_tensor(selected(value), device=self.device)
-                 for name, value in rollout.items()
+        # On the CPU the tensors share the arrays' memory either way; from_numpy is the cheaper.
+        tensor = torch.from_numpy if self.device.type == "cpu" else \
+            lambda array: torch.as_tensor(array, device=self.device)
+        batch = {name: tensor(selected(value)) for name, value in rollout.items()
                  if not is_nested(value) and value.shape[:2] == rows.shape
                  and name not in ("state", "next_state")}
         batch["state"] = convolution_layout(  # once here, not at every minibatch's pass

@@ -97,10 +97,9 @@ class ValueNetworkBaseline(Baseline):
     recorded = True
 
     def values(self, policy: Any, states: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        import torch
-
-        with torch.no_grad():
-            return policy.model.value(policy.states_tensor(states)).cpu().numpy()
+        """The critic's values, by the pass the policy acts with (``policy.act_outputs``: an
+        MLP's numpy pass on the CPU, else torch's): the pass the recorded values came from."""
+        return policy.act_outputs(states, actor=False)[2]
 
     def fit(self, policy: Any, batch: dict) -> None:
         policy.fit_critic(batch)

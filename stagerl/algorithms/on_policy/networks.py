@@ -229,12 +229,13 @@ class ActorCritic(nn.Module):
         log_std = self.log_std.detach().cpu().numpy() if self.gaussian else None
         return out, log_std, value
 
-    def numpy_act_outputs(self, states: np.ndarray) -> tuple | None:
-        """:meth:`act_outputs` computed by numpy, for float32 ``states`` ``(B, n_inputs)``;
-        ``None`` where it does not apply (an extractor, parameters off the CPU or not float32,
-        an activation other than Tanh and ReLU, observations of another shape): then act
-        through torch, as :meth:`OnPolicy.act_outputs
-        <stagerl.algorithms.on_policy.base.OnPolicy.act_outputs>` does.
+    def numpy_act_outputs(self, states: np.ndarray, actor: bool = True) -> tuple | None:
+        """:meth:`act_outputs` computed by numpy, for float32 ``states`` ``(B, n_inputs)``
+        (``actor=False``: the actor's output left out, ``None``); ``None`` where it does not
+        apply (an extractor, parameters off the CPU or not float32, an activation other than
+        Tanh and ReLU, observations of another shape): then act through torch, as
+        :meth:`OnPolicy.act_outputs <stagerl.algorithms.on_policy.base.OnPolicy.act_outputs>`
+        does.
 
         A small MLP's torch forward pass costs more in per-call overhead than in arithmetic
         (about half of an act at 8 sub-envs). The arrays are views of the parameters' memory,
@@ -247,7 +248,7 @@ class ActorCritic(nn.Module):
         layers = _numpy_layers(self)
         if layers is None:
             return None
-        out = _numpy_mlp(states, layers["actor"])
+        out = _numpy_mlp(states, layers["actor"]) if actor else None
         value = _numpy_mlp(states, layers["critic"])[:, 0]
         return out, layers["log_std"], value
 

@@ -32,11 +32,12 @@ from trajectories import (
     Traces,
     Trajectory,
 )
+from trajectories.lanes import RingLanes, ring_reads
 from trajectories.nested import is_nested, tree_map
 
 __all__ = ["rollout_trajectory", "legal_actions_mask_spec", "rows_selector", "rows_of",
-           "check_rollout_size", "read_rollout", "time_major", "episode_steps", "carried_steps",
-           "add_gae", "add_discounted_returns", "make_vector_env"]
+           "check_rollout_size", "read_rollout", "take_columns", "time_major", "episode_steps",
+           "carried_steps", "add_gae", "add_discounted_returns", "make_vector_env"]
 
 
 def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
@@ -156,16 +157,17 @@ def read_rollout(container: Any, policy: Any, first_steps: Any = None) -> dict:
     lane = lanes[idx]
     counts = np.bincount(lane, minlength=n_lanes)
     t = np.arange(len(idx)) - (np.cumsum(counts) - counts)[lane]
+    length = int(counts.max()) if n_lanes else 0
 
     def grid(values: Any, fill: Any = 0) -> Any:
-        if is_nested(values):  # a dict or tuple of observations: a grid per leaf
+        if type(values) is not np.ndarray and is_nested(values):  # a grid per leaf
             return tree_map(lambda leaf: grid(leaf, fill), values)
-        return time_major(values, t, lane, counts, fill)
+        return time_major(values, t, lane, counts, fill, length)
 
     # Every trace but next_state (the states read where a chain ends, below): the step's own
     # and what the policy recorded with it (log_prob, value, a recurrent state...).
     names = [name for name in container.keys() if name != "next_state"]
-    columns = {name: container.take(name, idx) for name in names}
+    columns = take_columns(container, names, idx)
     steps = episode_steps(t, lane, columns["terminal"] | columns["truncated"], n_lanes,
                           first_steps)
     bootstrap = np.zeros(len(idx), dtype=np.float32)
@@ -182,18 +184,36 @@ def read_rollout(container: Any, policy: Any, first_steps: Any = None) -> dict:
     return rollout
 
 
+def take_columns(container: Any, names: list, rows: np.ndarray) -> dict:
+    """``{name: container.take(name, rows)}`` for every trace of ``names``; on lane-major rings
+    (``RingLanes``, a vector env's trajectory) the rows are located once for all of them.
+
+    Example:
+        >>> import stagerl as rl
+        >>> trajectory = rollout_trajectory(rl.GymVectorEnv("CartPole-v1", num_envs=2), 4)
+        >>> take_columns(trajectory.container, ["reward", "value"], np.arange(0))["value"].shape
+        (0,)
+    """
+    if isinstance(container, RingLanes):
+        return ring_reads.take_columns(container, names, rows)
+    return {name: container.take(name, rows) for name in names}
+
+
 def time_major(values: np.ndarray, t: np.ndarray, lane: np.ndarray, counts: np.ndarray,
-               fill: Any = 0) -> np.ndarray:
+               fill: Any = 0, length: int | None = None) -> np.ndarray:
     """The ``(T, n_lanes, ...)`` grid of ``values`` (one per transition, lane by lane, each
     lane in time order: transition ``i`` at row ``t[i]`` of lane ``lane[i]``; lane ``l`` holds
-    ``counts[l]`` of them), ``fill`` where a lane has fewer than ``T = max(counts)``.
+    ``counts[l]`` of them), ``fill`` where a lane has fewer than ``T = max(counts)``
+    (``length``: ``T`` when the caller knows it).
 
     Example:
         >>> t, lane = np.array([0, 1, 0]), np.array([0, 0, 1])
         >>> time_major(np.array([1, 2, 3]), t, lane, np.array([2, 1]), fill=-1).tolist()
         [[1, 3], [2, -1]]
     """
-    n_lanes, length = len(counts), int(counts.max()) if len(counts) else 0
+    n_lanes = len(counts)
+    if length is None:
+        length = int(counts.max()) if n_lanes else 0
     if len(values) == n_lanes * length:  # every lane full (the usual rollout): a transpose
         return np.ascontiguousarray(
             values.reshape(n_lanes, length, *values.shape[1:]).swapaxes(0, 1))
