@@ -17,9 +17,10 @@ correct way a hand-written loop could do it:
   epsilon-greedy action is random); learning unrolls the sequences of the run's shapes (recurrent
   PPO: each minibatch's sequences, length and mask as the run cut them; DRQN: ``batch_size``
   windows of ``sequence_length`` steps, ``burn_in`` of them without gradient);
-* REPS: the dual's damped Newton minimisation on the run's own returns and features (the
-  gradient and Hessian written out in numpy), and the policy fit's loss evaluations (forward and
-  backward of the weighted log-likelihood) as many as L-BFGS made in the run.
+* REPS: the dual's damped Newton steps on the run's own returns and features, as many as the
+  run took (the gradient and Hessian written out in numpy, not by autograd), with as many
+  evaluations of the dual, and the policy fit's loss evaluations (forward and backward of the
+  weighted log-likelihood) as many as L-BFGS made in the run.
 
 :func:`more_floors` is called before the counted run: it installs the counters the floors read
 (the minibatches' shapes, the dual's problems, L-BFGS's evaluations) on that run's policy.
@@ -40,7 +41,7 @@ from torch.nn import functional as F
 from stagerl.algorithms.dqn import DQNPolicy
 from stagerl.algorithms.dqn.recurrent import DRQNPolicy
 from stagerl.algorithms.extractors import NatureCNN
-from stagerl.algorithms.on_policy import PPOPolicy
+from stagerl.algorithms.on_policy import PPOPolicy, reps
 from stagerl.algorithms.on_policy.recurrent import RecurrentPPOPolicy
 from stagerl.algorithms.on_policy.reps import REPSPolicy
 from stagerl.algorithms.torch_state import denormals_flushed
@@ -526,7 +527,8 @@ def drqn_learn(policy: DRQNPolicy, seed: int):
 
 
 class REPSFloors(Floors):
-    """Counts each update's dual problem (returns, features, start) and L-BFGS's evaluations."""
+    """Counts each update's dual problem (returns, features, start), the run's Newton steps and
+    dual evaluations on it, and L-BFGS's evaluations of the policy fit."""
 
     def __init__(self, policy: REPSPolicy) -> None:
         self.policy, self.duals, self.evaluations = policy, [], []
@@ -534,11 +536,27 @@ class REPSFloors(Floors):
         run_step = optimiser.step
 
         def solve_dual(returns, features):
-            eta = self.policy.eta
-            v = self.policy.dual_v
-            self.duals.append((returns.copy(), features.copy(), eta,
-                               None if v is None else v.copy()))
-            return solve(returns, features)
+            start = (self.policy.eta, None if self.policy.dual_v is None
+                     else self.policy.dual_v.copy())
+            counts = {"newton": 0, "values": 0}
+            hessian, dual = torch.autograd.functional.hessian, reps.reps_dual
+
+            def counting_hessian(*args, **kwargs):
+                counts["newton"] += 1  # one Hessian a Newton step
+                return hessian(*args, **kwargs)
+
+            def counting_dual(*args, **kwargs):
+                counts["values"] += 1
+                return dual(*args, **kwargs)
+            torch.autograd.functional.hessian, reps.reps_dual = counting_hessian, counting_dual
+            try:
+                return solve(returns, features)
+            finally:
+                torch.autograd.functional.hessian, reps.reps_dual = hessian, dual
+                # a Newton step evaluates the dual twice (its gradient, its Hessian); the
+                # rest are the start's value and the line search's
+                self.duals.append((returns.copy(), features.copy(), *start, counts["newton"],
+                                   counts["values"] - 2 * counts["newton"]))
 
         def step(closure):
             out = run_step(closure)
@@ -622,6 +640,29 @@ def newton_dual(returns, features, epsilon, l2, eta, v, max_iter) -> tuple:
     return float(x[0]), x[1:], value, iterations
 
 
+def dual_work(returns, features, epsilon, l2, eta, v, newton: int, values: int) -> None:
+    """The arithmetic of the run's dual minimisation, counted: ``newton`` damped Newton steps
+    (the derivatives written out, the least damping that makes a Cholesky factor, the solve)
+    and ``values`` evaluations of the dual (the start's and the line search's), all at the
+    run's starting point (a step costs the same anywhere). ``newton_dual`` is the whole
+    algorithm so written, tested against the run's; on CartPole's near-degenerate duals the two
+    part ways in the last digits and then in their step counts, so the counts are the run's."""
+    x = np.concatenate([[eta], v])
+    eye = np.eye(len(x))
+    for _ in range(newton):
+        _, gradient, hessian = dual_derivatives(x, returns, features, epsilon, l2)
+        damping = 1e-12 * (float(np.abs(hessian.diagonal()).max()) or 1.0)
+        while True:
+            try:
+                factor = np.linalg.cholesky(hessian + damping * eye)
+                break
+            except np.linalg.LinAlgError:
+                damping *= 10.0
+        np.linalg.solve(factor.T, np.linalg.solve(factor, gradient))
+    for _ in range(values):
+        dual_value(x, returns, features, epsilon, l2)
+
+
 def reps_learn(policy: REPSPolicy, duals: list, evaluations: list, seed: int):
     """Per update: the dual's minimisation on the run's returns and features, from the run's
     start; then as many forward and backward passes of the weighted log-likelihood as L-BFGS
@@ -639,14 +680,16 @@ def reps_learn(policy: REPSPolicy, duals: list, evaluations: list, seed: int):
                                            generator=generator)
     weights = torch.rand(most, generator=generator)
     problems = [(r, f, eta, np.zeros(f.shape[1]) if v is None or len(v) != f.shape[1] else v,
-                 evals) for (r, f, eta, v), evals in zip(duals, evaluations, strict=True)]
+                 newton, values, evals)
+                for (r, f, eta, v, newton, values), evals in zip(duals, evaluations, strict=True)]
 
     def go() -> None:
-        for returns, features, eta, v, evals in problems:
-            newton_dual(returns, features, c.epsilon, c.l2_reg_dual, eta, v, c.dual_iter)
+        for returns, features, eta, v, newton, values, evals in problems:
+            dual_work(returns, features, c.epsilon, c.l2_reg_dual, eta, v, newton, values)
             n = len(returns)
             for _ in range(evals):
                 actor.grad.zero_()
                 log_prob, _ = model.log_prob_entropy(state[:n], action[:n], entropy=False)
                 (-(weights[:n] * log_prob).mean()).backward()
-    return timed(go, updates=len(problems), evaluations=sum(evaluations))
+    return timed(go, updates=len(problems), evaluations=sum(evaluations),
+                 newton_steps=sum(p[4] for p in problems))
