@@ -238,7 +238,7 @@ def test_the_reps_floor_takes_the_runs_newton_steps_and_evaluations_on_its_duals
 
 def test_the_reps_floors_newton_steps_written_out_solve_the_dual_as_the_runs(limits,
                                                                              monkeypatch):
-    import limits_floors_more as more
+    import limits_floors_memory as more
     import torch
 
     from stagerl.algorithms.on_policy.reps import minimise_dual
