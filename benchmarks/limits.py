@@ -62,6 +62,7 @@ sys.path[:] = ([str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").reso
 import gymnasium as gym  # noqa: E402
 import torch  # noqa: E402
 from limits_floors import act_floor, env_floor, greedy_acts, learn_floor  # noqa: E402
+from limits_floors_more import more_floors  # noqa: E402
 
 import stagerl as rl  # noqa: E402
 from stagerl.algorithms._checks import single_spaces  # noqa: E402
@@ -178,7 +179,8 @@ def measure(name: str, overrides: dict, repeats: int, seed: int, clock: str = "c
     now = CLOCKS[clock]
     counted = prepared_run(name, overrides, seed)
     env, policy = counted.env, getattr(counted.agent, "policy", counted.agent)
-    state_dim = state_dim_of(env)  # before the run: NoFloor for what the floor cannot build
+    more = more_floors(counted)  # pixels, games, memory, REPS (before the run: it counts)
+    state_dim = 0 if more else state_dim_of(env)  # NoFloor for what the floor cannot build
     run_loop(counted)()  # untimed: warms the caches up and counts what the run does
     num_envs = getattr(env, "num_envs", 1)
     acts = -(-counted.steps // num_envs)
@@ -189,6 +191,8 @@ def measure(name: str, overrides: dict, repeats: int, seed: int, clock: str = "c
         "learn": lambda: learn_floor(policy, state_dim, acts, seed),
         "run": lambda: run_loop(prepared_run(name, overrides, seed)),
     }
+    if more:  # limits_floors_more's parts in place of the MLP floor's
+        parts.update(more.parts(acts, num_envs, seed))
     times: dict[str, list[float]] = {part: [] for part in parts}
     note = ""
     threads = getattr(counted.config, "torch_threads", 1)

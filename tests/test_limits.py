@@ -131,3 +131,171 @@ def test_the_cpu_clock_counts_this_process_work_not_its_waits(limits):
     time.sleep(0.2)  # waiting, as for a core another job holds: no CPU seconds
     assert limits.CLOCKS["wall"]() - start_wall >= 0.2
     assert limits.CLOCKS["cpu"]() - start_cpu < 0.05
+
+
+# ---- the floors of pixels, games, memory and REPS (limits_floors_more) ----------------------
+
+#: Each experiment whose floor limits_floors_more builds, with settings short enough for a test.
+MORE = {
+    "dqn-atari": {"steps": 160, "learning_starts": 100, "buffer_size": 500},
+    "ppo-atari": {"steps": 256, "n_steps": 16, "batch_size": 48},
+    "dqn-tictactoe": {"steps": 300, "learning_starts": 60},
+    "dqn-tictactoe-selfplay": {"steps": 300, "learning_starts": 60},
+    "ppo-rps": {"steps": 600, "n_steps": 200, "batch_size": 64},
+    "reps-cartpole": {"steps": 1200, "episodes_per_update": 4},
+    "ppo-lstm-cartpole-novel": {"steps": 512, "n_steps": 32, "batch_size": 64},
+    "ppo-lstm-rps": {"steps": 512, "n_steps": 32, "batch_size": 64},
+    "drqn-cartpole-novel": {"steps": 300, "learning_starts": 100},
+}
+
+
+def needs_atari(name: str) -> None:
+    if "atari" in name:
+        pytest.importorskip("ale_py", reason="the Atari experiments need the atari extra")
+        pytest.importorskip("cv2", reason="the Atari experiments need the atari extra")
+
+
+def counted_run(limits, name: str, spy: str):
+    """The experiment run once as ``limits.measure``'s counted run (the floors' counters
+    installed first), with the calls to the learner's ``spy`` (its optimiser) counted apart;
+    returns the prepared run, the inner policy, the floors, their parts and that count."""
+    prepared = limits.prepared_run(name, MORE[name], 0)
+    agent = prepared.agent
+    if hasattr(prepared.env, "players"):
+        agent = next(m for m in agent.policies.values() if hasattr(m, "trajectory"))
+    policy = agent.policy
+    optimiser = policy.q.optimiser if spy == "q" else getattr(policy, spy)
+    calls, step = [], optimiser.step
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return step(*args, **kwargs)
+    optimiser.step = counting
+    floors = limits.more_floors(prepared)
+    limits.run_loop(prepared)()
+    num_envs = getattr(prepared.env, "num_envs", 1)
+    acts = -(-prepared.steps // num_envs)
+    parts = {part: build() for part, build in floors.parts(acts, num_envs, 0).items()}
+    return prepared, policy, floors, parts, len(calls)
+
+
+@pytest.mark.parametrize("name", list(MORE))
+def test_each_experiment_of_pixels_games_memory_or_reps_gets_a_floor_row(limits, name):
+    needs_atari(name)
+    row = limits.measure(name, MORE[name], 1, 0)
+    assert row.env > 0 and row.act > 0 and row.learn > 0 and row.run > 0, row
+    assert row.note == "" and row.ratio == row.run / row.floor
+
+
+@pytest.mark.parametrize("name", ["dqn-atari", "ppo-atari"])
+def test_the_pixel_floor_takes_the_runs_gradient_steps_acts_and_batch(limits, name):
+    needs_atari(name)
+    prepared, policy, _, parts, steps = counted_run(limits, name, "q" if "dqn" in name else
+                                                 "optimiser")
+    c, learn, act = prepared.config, parts["learn"].work, parts["act"].work
+    assert steps > 0 and learn["gradient_steps"] == steps
+    num_envs = getattr(prepared.env, "num_envs", 1)
+    assert act["acts"] * num_envs == prepared.steps and act["batch"] == num_envs
+    if "dqn" in name:
+        assert learn["batch"] == c.batch_size
+        assert 0 < act["forwards"] <= prepared.steps - c.learning_starts
+    else:
+        assert learn["rollout"] == c.n_steps * num_envs
+        assert steps == policy.n_updates * c.n_epochs * -(-c.n_steps * num_envs // c.batch_size)
+
+
+@pytest.mark.parametrize("name", ["dqn-tictactoe", "dqn-tictactoe-selfplay", "ppo-rps"])
+def test_the_game_floor_plays_every_move_and_splits_them_between_the_players_as_the_run(
+        limits, name):
+    moves: dict = {}
+    prepared = limits.prepared_run(name, MORE[name], 0)
+    game, act = prepared.env, prepared.env.act
+
+    def counting(action):
+        for player in (action if isinstance(action, dict) else (game.current_player,)):
+            moves[player] = moves.get(player, 0) + 1
+        act(action)
+    game.act = counting
+    floors = limits.more_floors(prepared)
+    limits.run_loop(prepared)()
+    parts = {part: build() for part, build in floors.parts(prepared.steps, 1, 0).items()}
+    assert parts["env"].work == {"acts": prepared.steps}
+    members = floors.members(prepared.steps)
+    policy = prepared.agent
+    by_player = {p: sum(moves.get(q, 0) for q in policy.players
+                        if policy[q] is policy[p]) for p in policy.players}
+    assert {player: count for player, _, _, count, _ in members} == \
+        {player: by_player[player] for player, *_ in members}
+    learners = [m for m in members if m[2]]
+    assert len(learners) == parts["learn"].work["learners"] == 1
+    for player, _, _, count, size in members:
+        assert size == (18 if "tictactoe" in name else 4)
+        if learners[0][0] == player:
+            assert parts["act"].work[f"{player} forwards"] <= count
+        else:
+            assert parts["act"].work[f"{player} draws"] == count
+
+
+@pytest.mark.parametrize("name", ["ppo-lstm-cartpole-novel", "ppo-lstm-rps"])
+def test_the_recurrent_ppo_floor_takes_one_step_per_minibatch_over_every_step(limits, name):
+    prepared, policy, _, parts, steps = counted_run(limits, name, "optimiser")
+    c, learn = prepared.config, parts["learn"].work
+    assert steps > 0 and learn["gradient_steps"] == steps
+    # every epoch's minibatches cover the rollout's steps once (the masks' real steps)
+    assert learn["steps"] == policy.n_updates * c.n_epochs * c.n_steps * c.num_envs
+    assert parts["act"].work == {"acts": prepared.steps // c.num_envs, "batch": c.num_envs}
+
+
+def test_the_drqn_floor_takes_the_runs_gradient_steps_on_windows_of_its_shape(limits):
+    prepared, policy, _, parts, steps = counted_run(limits, "drqn-cartpole-novel", "optimiser")
+    c = prepared.config
+    assert steps > 0 and parts["learn"].work == {
+        "gradient_steps": steps, "windows": c.batch_size, "window": c.sequence_length}
+    assert parts["act"].work == {"acts": prepared.steps, "batch": 1}
+
+
+def test_the_reps_floor_takes_the_runs_newton_steps_and_evaluations_on_its_duals(limits,
+                                                                                  monkeypatch):
+    import torch
+
+    hessians: list = []  # one per Newton step of the run's dual minimisation
+    hessian = torch.autograd.functional.hessian
+
+    def counting(*args, **kwargs):
+        hessians.append(1)
+        return hessian(*args, **kwargs)
+    monkeypatch.setattr(torch.autograd.functional, "hessian", counting)
+    _, policy, floors, parts, _ = counted_run(limits, "reps-cartpole", "optimiser")
+    work = parts["learn"].work
+    assert work["updates"] == len(floors.duals) == policy.n_updates > 1
+    assert work["newton_steps"] == len(hessians) > policy.n_updates
+    assert work["evaluations"] == sum(floors.evaluations) >= policy.n_updates
+    assert all(values >= 1 for *_, values in floors.duals)  # the start's value at least
+    assert floors.duals[0][2] == 15.0 and floors.duals[0][3] is None  # rllab's first start
+
+
+def test_the_reps_floors_newton_steps_written_out_solve_the_dual_as_the_runs(limits,
+                                                                             monkeypatch):
+    import limits_floors_memory as more
+    import torch
+
+    from stagerl.algorithms.on_policy.reps import minimise_dual
+
+    rng, hessians = np.random.default_rng(0), []  # one per Newton step of the run's
+    hessian = torch.autograd.functional.hessian
+
+    def counting(*args, **kwargs):
+        hessians.append(1)
+        return hessian(*args, **kwargs)
+    for n, epsilon, l2 in ((50, 0.5, 0.0), (200, 0.1, 0.01)):
+        returns, features = 10 * rng.standard_normal(n), rng.standard_normal((n, 5))
+        features -= features.mean(axis=0)
+        v0 = np.zeros(5)
+        eta, v, dual, steps = more.newton_dual(returns, features, epsilon, l2, 15.0, v0, 50)
+        hessians.clear()
+        monkeypatch.setattr(torch.autograd.functional, "hessian", counting)
+        theirs = minimise_dual(returns, features, epsilon, l2, 15.0, v0, 50)
+        monkeypatch.setattr(torch.autograd.functional, "hessian", hessian)
+        assert eta == pytest.approx(theirs[0], rel=1e-9) and dual == pytest.approx(theirs[2])
+        np.testing.assert_allclose(v, theirs[1], rtol=1e-8, atol=1e-12)
+        assert steps == len(hessians) and 1 < steps < 50
