@@ -108,13 +108,13 @@ def record_vector_step(agent: Any, env: Any, action: Any, extra: dict) -> None:
                 # episode.
                 trajectory.push(next_action=action, lanes=start)
             extra["episode_start"] = start  # most acts start no episode: no mask to pass then
-        row = {"state": env.state, "action": action, "reward": env.reward,
-               "terminal": env.is_terminated}
         if extra:
+            row = {"state": env.state, "action": action, "reward": env.reward,
+                   "terminal": env.is_terminated}
             _add_extra(row, extra)
             agent._push_row(row)
         else:  # most acts: the four names alone, pushed by the function kept for them
-            agent._push_step(row)
+            agent._push_step(env.state, action, env.reward, env.is_terminated)
         return
     start = env.episode_start
     row = {"state": env.final_state, "action": action, "reward": env.reward,
