@@ -35,7 +35,9 @@ pushing (the traces), dispatch (the stages, plum), hooks, evaluation, the algori
     python benchmarks/limits.py --scale 0.1 --write          # and write docs/performance.md
 
 ``--scale`` shortens every run (its ``steps`` and ``learning_starts`` alike, so a run keeps its
-mix of warm-up and learning); ``--steps N`` runs every experiment ``N`` env steps.
+mix of warm-up and learning); ``--steps N`` runs every experiment ``N`` env steps;
+``--max-steps N`` caps every run at ``N`` env steps (the long Atari and MuJoCo runs) after
+either.
 """
 
 from __future__ import annotations
@@ -140,12 +142,16 @@ def run_loop(prepared) -> Callable[[], None]:
 # ---- measuring -------------------------------------------------------------------------------
 
 
-def overrides_for(name: str, steps: int | None, scale: float) -> dict:
-    """The settings a shortened run changes: ``steps`` (and, scaled, ``learning_starts``)."""
+def overrides_for(name: str, steps: int | None, scale: float,
+                  max_steps: int | None = None) -> dict:
+    """The settings a shortened run changes: ``steps`` (and, scaled, ``learning_starts``);
+    ``max_steps`` caps the length ``steps`` or ``scale`` gives."""
     config = configure(name)
-    if steps is None and scale == 1.0:
-        return {}
     length = steps if steps is not None else max(1, round(config.steps * scale))
+    if max_steps is not None:
+        length = min(length, max_steps)
+    if length == config.steps:
+        return {}
     changed = {"steps": length}
     starts = getattr(config, "learning_starts", None)
     if starts:
@@ -291,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, help="env steps of every run (default: its own)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="each run's steps and learning_starts times this (0 < scale <= 1)")
+    parser.add_argument("--max-steps", type=int,
+                        help="at most this many env steps in any run (after --steps/--scale)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="cpu",
@@ -303,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no experiment named {', '.join(unknown)}; the names: {', '.join(names())}")
     if args.steps is not None and args.steps < 1:
         parser.error(f"--steps must be a positive int, got {args.steps}")
+    if args.max_steps is not None and args.max_steps < 1:
+        parser.error(f"--max-steps must be a positive int, got {args.max_steps}")
     if not 0 < args.scale <= 1:
         parser.error(f"--scale must be in (0, 1], got {args.scale}")
     if args.repeats < 1 or args.seed < 0:
@@ -311,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     rows, left_out = [], []
     for name in chosen:
         try:
-            rows.append(measure(name, overrides_for(name, args.steps, args.scale), args.repeats,
+            rows.append(measure(name, overrides_for(name, args.steps, args.scale, args.max_steps),
+                                args.repeats,
                                 args.seed, args.clock))
         except NoFloor as why:
             left_out.append(f"{name} ({why})")

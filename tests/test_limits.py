@@ -72,9 +72,20 @@ def test_a_shortened_run_scales_its_warm_up_with_it(limits):
     assert limits.overrides_for("ppo-cartpole", None, 1.0) == {}
 
 
+def test_max_steps_caps_a_run_after_its_scale_and_scales_its_warm_up_alike(limits):
+    # dqn-atari: 10M steps, 100k of warm-up; 0.1 gives 1M steps, capped at 4,000.
+    assert limits.overrides_for("dqn-atari", None, 0.1, 4_000) == {"steps": 4_000,
+                                                                  "learning_starts": 40}
+    # a cap above the scaled length changes nothing
+    assert limits.overrides_for("dqn-cartpole", None, 0.1, 10**9) == {"steps": 5_000,
+                                                                     "learning_starts": 100}
+    assert limits.overrides_for("ppo-cartpole", None, 1.0, 10**9) == {}
+
+
 @pytest.mark.parametrize("argv", [["--only", "no-such"], ["--steps", "0"], ["--scale", "0"],
                                   ["--scale", "nan"], ["--scale", "1.5"], ["--repeats", "0"],
-                                  ["--clock", "gpu"]])
+                                  ["--clock", "gpu"], ["--max-steps", "0"],
+                                  ["--max-steps", "-5"]])
 def test_bad_options_exit_2_with_one_line(limits, argv, capsys):
     with pytest.raises(SystemExit) as stopped:
         limits.main(argv)
