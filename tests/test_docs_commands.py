@@ -244,7 +244,8 @@ COMMANDS = {
     "python benchmarks/limits.py": Skip(TIMING, limits_names_exist),
     "python benchmarks/limits.py --only dqn-cartpole sac-pendulum --scale 0.1 --repeats 3":
         Skip(TIMING, limits_names_exist),
-    "python benchmarks/limits.py --scale 0.05 --write": Skip(TIMING, limits_names_exist),
+    "python benchmarks/limits.py --scale 0.1 --max-steps 4000 --write": Skip(TIMING,
+                                                                         limits_names_exist),
     "python benchmarks/multi_agent_learning.py": Skip(GAME_LEARNING, scripts_exist),
     "python benchmarks/recurrent.py": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/scaling.py": Skip(TIMING, scripts_exist),
