@@ -113,8 +113,8 @@ def record_vector_step(agent: Any, env: Any, action: Any, extra: dict) -> None:
         if extra:
             _add_extra(row, extra)
             agent._push_row(row)
-        else:  # most acts: the four names alone, pushed by the function kept for them
-            agent._push_step(row)
+        else:  # most acts: the four values alone, pushed by the function kept for them
+            agent._push_step(row["state"], action, row["reward"], row["terminal"])
         return
     start = env.episode_start
     row = {"state": env.final_state, "action": action, "reward": env.reward,
