@@ -3,7 +3,8 @@
 The general push of a vector step goes `Trajectory.push_function` -> `RingLanes.push_function`
 -> `RingLanes._push_row` (the lane controls, the casts) -> `RingLanes._push_all` (the rules,
 the ring writes, the bookkeeping) -> the controller's ``on_insert``: each layer costs more than
-the numpy writes of eight lanes. `ring_step_push` writes the common case out in one function:
+the numpy writes of eight lanes. `ring_step_push` writes the common case out in one function,
+generated once per trajectory and set of names as `trajectories._step_push`'s is:
 every lane pushed, the values already arrays each trace stores exactly, every lane holding a
 state in one ring geometry (``_uniform``, ``_filled``, nothing kept by a clear). Its lines are
 those of `RingLanes._push_all` for that case (a full push, with or without lanes that start a
@@ -21,13 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from trajectories._episode_rules import FULL, PARTIAL, STARTED, STEPPING
+from trajectories._fastpush import compile_function
 from trajectories.controllers import InsertSampleRatioController
 from trajectories.lanes.rings import RingLanes
 
 __all__ = ["ring_step_push"]
-
-_count_nonzero = np.count_nonzero  # ~0.2 us on a few lanes, where .any() costs ~1 us
-_ndarray = np.ndarray
 
 
 def ring_step_push(trajectory, keys: tuple, general):
@@ -61,92 +60,98 @@ def ring_step_push(trajectory, keys: tuple, general):
     if state_at is None or plain_at.keys() != plain_arrays.keys():
         return None
     n = container.n_lanes
-    exact = [(j, frame[2], (n, *frame[1])) for j, frame in
-             enumerate(container._frame(name) for name in names)]
-    plain = [(plain_arrays[name], j) for name, j in plain_at.items()]
-    refuses_started = not container._rules.allowed[PARTIAL][STARTED]
-    refuses_stepping = not container._rules.allowed[PARTIAL][STEPPING]
-    ones = np.ones(n, dtype=np.int64)
-    C, isrc = container, InsertSampleRatioController
+    args = [f"x{j}" for j in range(len(names))]
+    params = [*args, "part"] if with_start else args
+    as_dict = "{" + ", ".join(f"{k!r}: {a}" for k, a in zip(keys, params, strict=True)) + "}"
+    to_general = f"return general({as_dict})"
+    ns = dict(traj=trajectory, C=container, general=general, N=n, ndarray=np.ndarray,
+              BOOL=np.dtype(bool), count_nonzero=np.count_nonzero, ISRC=InsertSampleRatioController,
+              ONES=np.ones(n, dtype=np.int64), STATES=container._states, SAMP=container._samp,
+              STEPS=container._steps, LENS=container._lens)
+    lines = ["    if traj._detour or traj.container is not C or not C._uniform or not C._filled "
+             "or C._any_kept:", f"        {to_general}"]
+    if with_start:  # the lanes that start an episode, checked as `RingLanes._check` would
+        refuses_started = not container._rules.allowed[PARTIAL][STARTED]
+        refuses_stepping = not container._rules.allowed[PARTIAL][STEPPING]
+        lines += ["    if part is not None:",
+                  "        if type(part) is not ndarray or part.dtype is not BOOL or "
+                  "part.shape != (N,):", f"            {to_general}",
+                  "        starting = part.nonzero()[0].tolist()  # most such acts: one lane",
+                  "        if not starting:", "            part = None"]
+        if refuses_started or refuses_stepping:
+            refused = "True" if refuses_started and refuses_stepping else \
+                "step[lane] == 1" if refuses_started else "step[lane] != 1"
+            lines += ["        else:", "            step = C._step",
+                      "            for lane in starting:", f"                if {refused}:",
+                      f"                    {to_general}"]
+    for j, name in enumerate(names):  # values each trace stores exactly, else the casts
+        dtype, frame, exact = container._frame(name)
+        ns[f"EXACT{j}"], ns[f"SHAPE{j}"] = exact, (n, *frame)
+        lines += [f"    if type(x{j}) is not ndarray or x{j}.dtype not in EXACT{j} or "
+                  f"x{j}.shape != SHAPE{j}:", f"        {to_general}"]
+    for j, (name, _) in enumerate(container._plain):
+        ns[f"A{j}"] = plain_arrays[name]
+    writes = "\n".join(f"    A{j}[:, prev] = x{plain_at[name]}"
+                        for j, (name, _) in enumerate(container._plain))
+    pads = "\n".join(f"            A{j}[lane, prev] = 0" for j in range(len(container._plain)))
+    source = _BODY.format(state=f"x{state_at}", writes=writes, pads=pads, as_dict=as_dict)
+    if not with_start:
+        source = source.replace("    if part is None:", "    if True:")
+    lines += source.splitlines()
+    header = f"def push({', '.join(params)}):"
+    return compile_function(header, lines, ns, "push")
 
-    def push(*values):
-        if trajectory._detour or trajectory.container is not C or not C._uniform \
-                or not C._filled or C._any_kept:
-            return general(dict(zip(keys, values, strict=True)))
-        if with_start:
-            if len(values) != len(keys):
-                return general(dict(zip(keys, values, strict=True)))
-            part = values[-1]
-            if part is not None:
-                if type(part) is not _ndarray or part.dtype != np.bool_ or part.shape != (n,):
-                    return general(dict(zip(keys, values, strict=True)))
-                starting = part.nonzero()[0].tolist()  # most such acts: one lane or two
-                if not starting:
-                    part = None
-                elif refuses_started or refuses_stepping:
-                    step = C._step
-                    for lane in starting:
-                        if refuses_started if step[lane] == 1 else refuses_stepping:
-                            return general(dict(zip(keys, values, strict=True)))
-        else:
-            part = None
-        for j, ok, shape in exact:
-            v = values[j]
-            if type(v) is not _ndarray or v.dtype not in ok or v.shape != shape:
-                return general(dict(zip(keys, values, strict=True)))
-        # `RingLanes._push_all`, uniform geometry, every lane holding a state, a full push.
-        P = C._P
-        C._version += 1
-        samp = C._samp
-        if C._um == P:  # every ring is full: each lane's oldest state and row go
-            s = C._us
-            oldest = samp[:, s]
-            C._n_samp -= int(_count_nonzero(oldest))
-            oldest.fill(False)
-            C._us = (s + 1) % P
-            C._start.fill(C._us)
-            C._um -= 1
-        new = (C._us + C._um) % P
-        prev = new - 1 if new else P - 1
-        C._states[:, new] = values[state_at]
-        for arr, j in plain:
-            arr[:, prev] = values[j]
-        step = C._step
-        if part is None:
-            samp[:, prev].fill(True)
-            inserted = n
-            C.last_full = None
-            step += ones
-        else:
-            # Lane by lane (scalar writes cost ~0.1 us, a masked write ~0.6 us): the rows into
-            # a new episode are padding, the episode before ends (`RingLanes._finish`, uniform
-            # geometry) and the lane's step count starts again.
-            samp[:, prev].fill(True)
-            lens, us, um = C._lens, C._us, C._um
-            for lane in starting:
-                for arr, _ in plain:
-                    arr[lane, prev] = 0
-                samp[lane, prev] = False
-                ended = int(step[lane])
-                k = min(ended, um)
-                a = (us + um - k) % P  # the episode's entries are a..a+k-1, mod P
-                b = min(a + k, P)
-                lens[lane, a:b] = ended - 1
-                lens[lane, :a + k - b] = ended - 1
-            inserted = n - len(starting)
-            C.last_full = ~part
-            step += ones
-            for lane in starting:
-                step[lane] = 1
-        C._steps[:, new] = step
-        C._n_samp += inserted
-        C._um += 1
-        C._m.fill(C._um)
-        if inserted:
-            c = trajectory.controller
-            if type(c) is isrc and "on_insert" not in c.__dict__:
-                c.n_inserted += inserted
-            else:
-                c.on_insert(inserted, C.inserted(dict(zip(keys, values, strict=True))))
 
-    return push
+# `RingLanes._push_all` for uniform geometry, every lane holding a state, a full push; where
+# some lanes start an episode, lane by lane (scalar writes cost ~0.1 us, a masked write ~0.6
+# us): the row into the new episode is padding, the episode before ends (`RingLanes._finish`)
+# and the lane's step count starts again.
+_BODY = """\
+    P = C._P
+    C._version += 1
+    um = C._um
+    if um == P:  # every ring is full: each lane's oldest state and row go
+        s = C._us
+        oldest = SAMP[:, s]
+        C._n_samp -= int(count_nonzero(oldest))
+        oldest.fill(False)
+        C._us = (s + 1) % P
+        C._start.fill(C._us)
+        um = C._um = um - 1
+    us = C._us
+    new = (us + um) % P
+    prev = new - 1 if new else P - 1
+    STATES[:, new] = {state}
+{writes}
+    step = C._step
+    SAMP[:, prev].fill(True)
+    if part is None:
+        inserted = N
+        C.last_full = None
+        step += ONES
+    else:
+        for lane in starting:
+{pads}
+            SAMP[lane, prev] = False
+            ended = int(step[lane])
+            k = min(ended, um)
+            a = (us + um - k) % P  # the episode's entries are a..a+k-1, mod P
+            b = min(a + k, P)
+            LENS[lane, a:b] = ended - 1
+            LENS[lane, :a + k - b] = ended - 1
+        inserted = N - len(starting)
+        C.last_full = ~part
+        step += ONES
+        for lane in starting:
+            step[lane] = 1
+    STEPS[:, new] = step
+    C._n_samp += inserted
+    C._um = um + 1
+    C._m.fill(um + 1)
+    if inserted:
+        c = traj.controller
+        if type(c) is ISRC and "on_insert" not in c.__dict__:
+            c.n_inserted += inserted
+        else:
+            c.on_insert(inserted, C.inserted({as_dict}))
+"""
