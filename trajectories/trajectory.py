@@ -25,7 +25,7 @@ from trajectories.controllers import InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
 from trajectories.lanes.base import LanedEpisodesBuffer
 from trajectories.lanes.factory import lane_storage
-from trajectories.lanes.ring_step import ring_step_push
+from trajectories.lanes.ring_step import ring_step_push, values_push
 from trajectories.nested import first_leaf
 from trajectories.samplers import DummySampler
 
@@ -197,9 +197,7 @@ class Trajectory:
         keys = tuple(keys)
         general = self.push_function(keys)
         fused = compile_step_push(self, keys, general) or ring_step_push(self, keys, general)
-        if fused is not None:
-            return fused
-        return lambda *values: general(dict(zip(keys, values, strict=True)))
+        return fused if fused is not None else values_push(keys, general)
 
     def _push_first(self, step: dict) -> None:
         """The first push: one state per sub-env splits the trajectory into lanes. A push that

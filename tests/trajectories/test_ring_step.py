@@ -19,7 +19,22 @@ from trajectories.lanes import RingLanes
 
 N = 3
 STEP = ("state", "action", "reward", "terminal", "episode_start")
-CONTROLLERS = {"insert": InsertSampleRatioController, "episode": EpisodeSampleRatioController}
+
+
+class Recording(InsertSampleRatioController):
+    """Keeps what every ``on_insert`` was given: the count and the values of the lanes."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def on_insert(self, n, data=None):
+        super().on_insert(n, data)
+        self.seen.append((n, {k: np.asarray(data[k]).tolist() for k in data}))
+
+
+CONTROLLERS = {"insert": InsertSampleRatioController, "episode": EpisodeSampleRatioController,
+               "recording": Recording}
 MASKS = st.lists(st.booleans(), min_size=N, max_size=N)
 OPS = st.lists(st.one_of(
     st.tuples(st.just("step"), MASKS, st.none() | MASKS),  # terminal, episode_start

@@ -26,14 +26,38 @@ from trajectories._fastpush import compile_function
 from trajectories.controllers import InsertSampleRatioController
 from trajectories.lanes.rings import RingLanes
 
-__all__ = ["ring_step_push"]
+__all__ = ["ring_step_push", "values_push"]
+
+
+def values_push(keys: tuple, general):
+    """``push(*values)``: ``general(step_dict)`` with the values of ``keys`` in that order
+    (`step_of`)."""
+    step = step_of(keys)
+    return lambda *values: general(step(*values))
+
+
+def step_of(keys: tuple):
+    """``step(*values)``: the step dict of ``keys``' values in that order; an ``episode_start``
+    of None (no lane starts an episode) is left out."""
+    keys = tuple(keys)
+    if "episode_start" not in keys:
+        return lambda *values: dict(zip(keys, values, strict=True))
+
+    def step(*values):
+        row = dict(zip(keys, values, strict=True))
+        if row["episode_start"] is None:
+            del row["episode_start"]
+        return row
+
+    return step
 
 
 def ring_step_push(trajectory, keys: tuple, general):
     """``push(*values)`` for vector steps of exactly the names ``keys`` (every trace of a full
     step, optionally followed by ``episode_start``: a bool per lane or None) into
     ``trajectory``'s `RingLanes`, or None when its container is not one this function covers
-    (then use ``general``, the trajectory's own push of these names taking a dict)."""
+    (then use ``general``, the trajectory's own push of these names taking a dict; see
+    `values_push`)."""
     container = trajectory.container
     if type(container) is not RingLanes or trajectory._detour:
         return None
@@ -62,9 +86,11 @@ def ring_step_push(trajectory, keys: tuple, general):
     n = container.n_lanes
     args = [f"x{j}" for j in range(len(names))]
     params = [*args, "part"] if with_start else args
-    as_dict = "{" + ", ".join(f"{k!r}: {a}" for k, a in zip(keys, params, strict=True)) + "}"
-    to_general = f"return general({as_dict})"
-    ns = dict(traj=trajectory, C=container, general=general, N=n, ndarray=np.ndarray,
+    # the step as given (an all-False episode_start too), for a controller that reads it
+    as_dict = f"STEP({', '.join([*args, 'given'] if with_start else args)})"
+    to_general = f"return general({', '.join(params)})"
+    ns = dict(traj=trajectory, C=container, general=values_push(keys, general),
+              STEP=step_of(keys), N=n, ndarray=np.ndarray,
               BOOL=np.dtype(bool), count_nonzero=np.count_nonzero, ISRC=InsertSampleRatioController,
               ONES=np.ones(n, dtype=np.int64), STATES=container._states, SAMP=container._samp,
               STEPS=container._steps, LENS=container._lens)
@@ -73,7 +99,7 @@ def ring_step_push(trajectory, keys: tuple, general):
     if with_start:  # the lanes that start an episode, checked as `RingLanes._check` would
         refuses_started = not container._rules.allowed[PARTIAL][STARTED]
         refuses_stepping = not container._rules.allowed[PARTIAL][STEPPING]
-        lines += ["    if part is not None:",
+        lines += ["    given = part", "    if part is not None:",
                   "        if type(part) is not ndarray or part.dtype is not BOOL or "
                   "part.shape != (N,):", f"            {to_general}",
                   "        starting = part.nonzero()[0].tolist()  # most such acts: one lane",
