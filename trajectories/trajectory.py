@@ -25,6 +25,7 @@ from trajectories.controllers import InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
 from trajectories.lanes.base import LanedEpisodesBuffer
 from trajectories.lanes.factory import lane_storage
+from trajectories.lanes.ring_step import ring_step_push, values_push
 from trajectories.nested import first_leaf
 from trajectories.samplers import DummySampler
 
@@ -179,9 +180,10 @@ class Trajectory:
 
     def push_values_function(self, keys: tuple):
         """``push(*values)``: `push_function` for the values of ``keys`` given in that order,
-        without a dict. The common step (a running episode of an `EpisodesBuffer` of rings) is
-        one generated function (`trajectories._step_push`); anything else goes through
-        `push_function` with the same values.
+        without a dict. The common step (a running episode of an `EpisodesBuffer` of rings, or
+        a vector step into lane-major rings, ``episode_start`` allowed as the last name) is one
+        function (`trajectories._step_push`, `trajectories.lanes.ring_step`); anything else
+        goes through `push_function` with the same values.
 
         Example:
             >>> from trajectories import CircularArraySARTSTraces
@@ -194,10 +196,8 @@ class Trajectory:
         """
         keys = tuple(keys)
         general = self.push_function(keys)
-        fused = compile_step_push(self, keys, general)
-        if fused is not None:
-            return fused
-        return lambda *values: general(dict(zip(keys, values, strict=True)))
+        fused = compile_step_push(self, keys, general) or ring_step_push(self, keys, general)
+        return fused if fused is not None else values_push(keys, general)
 
     def _push_first(self, step: dict) -> None:
         """The first push: one state per sub-env splits the trajectory into lanes. A push that

@@ -101,30 +101,63 @@ def record_vector_step(agent: Any, env: Any, action: Any, extra: dict) -> None:
         extra["legal_actions_mask"] = legal_actions_mask(env)
     restarted = env.any_episode_start
     if env.autoreset_mode is _NEXT_STEP:
+        start = None
         if restarted:
             start = env.episode_start
             if agent._completes_with_next_action:
                 # The reset-only act's action was planned at the final state of the lane's
                 # episode.
                 trajectory.push(next_action=action, lanes=start)
-            extra["episode_start"] = start  # most acts start no episode: no mask to pass then
-        if extra:
-            row = {"state": env.state, "action": action, "reward": env.reward,
-                   "terminal": env.is_terminated}
-            _add_extra(row, extra)
-            agent._push_row(row)
-        else:  # most acts: the four names alone, pushed by the function kept for them
-            agent._push_step(env.state, action, env.reward, env.is_terminated)
+        if not extra:  # most acts: the four values and the starts, one kept function
+            push = agent.__dict__.get("_push_vector_step")
+            if push is None:
+                push = agent._push_vector_step = _vector_step_pusher(agent)
+            push(env.state, action, env.reward, env.is_terminated, start)
+            return
+        if start is not None:  # most acts start no episode: no mask to pass then
+            extra["episode_start"] = start
+        row = {"state": env.state, "action": action, "reward": env.reward,
+               "terminal": env.is_terminated}
+        _add_extra(row, extra)
+        agent._push_row(row)
         return
     start = env.episode_start
-    row = {"state": env.final_state, "action": action, "reward": env.reward,
-           "terminal": env.is_terminated}
-    _add_extra(row, extra)
-    agent._push_row(row)
+    if extra:
+        row = {"state": env.final_state, "action": action, "reward": env.reward,
+               "terminal": env.is_terminated}
+        _add_extra(row, extra)
+        agent._push_row(row)
+    else:
+        push = agent.__dict__.get("_push_vector_step")
+        if push is None:
+            push = agent._push_vector_step = _vector_step_pusher(agent)
+        push(env.final_state, action, env.reward, env.is_terminated, None)
     if restarted:
         if agent._completes_with_next_action:
             trajectory.push(next_action=plan_at_final_states(agent, env), lanes=start)
         trajectory.push(state=env.state, lanes=start)
+
+
+#: The names of a vector step the Agent pushes with no extra values, in the order it pushes them.
+_VECTOR_STEP = ("state", "action", "reward", "terminal", "episode_start")
+
+
+def _vector_step_pusher(agent: Any) -> Any:
+    """``push(state, action, reward, terminal, episode_start)`` (``episode_start`` None where no
+    lane starts an episode) for ``agent``'s trajectory: its own function for these values (one
+    function for the common step into lane-major rings), or its dict push."""
+    trajectory = agent._trajectory
+    if isinstance(trajectory, Trajectory):
+        return trajectory.push_values_function(_VECTOR_STEP)
+    push_row = agent._push_row
+
+    def push(state, action, reward, terminal, episode_start):
+        row = {"state": state, "action": action, "reward": reward, "terminal": terminal}
+        if episode_start is not None:
+            row["episode_start"] = episode_start
+        push_row(row)
+
+    return push
 
 
 def plan_at_final_states(agent: Any, env: Any) -> Any:
