@@ -51,8 +51,8 @@ def adam_step(optimiser: torch.optim.Optimizer) -> None:
     group = groups[0]
     beta1, beta2 = group["betas"]
     lr = group["lr"]
-    if not group.get("fused") or any(group.get(k, v) != v for k, v in _PLAIN) or not (
-            type(beta1) is float and type(beta2) is float and type(lr) is float):
+    if not group.get("fused") or any(group.get(k, v) != v for k, v in _PLAIN) or any(
+            isinstance(v, torch.Tensor) for v in (beta1, beta2, lr)):  # tensor settings
         optimiser.step()
         return
     state = optimiser.state
