@@ -316,7 +316,7 @@ def main(seeds: list[int], quick: bool, parts: list[str] | tuple[str, ...] = PAR
                    statistics.median(column(k, 2)),
                    statistics.median(zoo_steps / x for x in column(k, 0)))]])
         zoo_ratio = median_ratio(column("zoo", 1), column("sb3", 1))
-        notes.append(f">= 1.5x SB3: {zoo_ratio:.2f}x ({'met' if zoo_ratio >= 1.5 else 'NOT met'})")
+        notes.append(f">= 2x SB3: {zoo_ratio:.2f}x ({'met' if zoo_ratio >= 2.0 else 'NOT met'})")
     if "cleanrl" in parts:
         print_table(
             f"DQN on CartPole-v1 at CleanRL's settings, seeds {seeds}, torch threads {threads}"

@@ -28,7 +28,7 @@ from trajectories import (
     NStepBatchSampler,
     Trajectory,
 )
-from trajectories.nested import tree_map
+from trajectories.nested import is_nested, tree_map
 
 __all__ = ["BurstSampler", "Burst", "DiscountedNStepSampler", "make_dqn_trajectory",
            "as_tensors", "importance_weights", "write_priorities"]
@@ -86,10 +86,19 @@ class Burst:
             for _ in range(self.n_batches):
                 yield self._draw()
             return
-        size = self.batch_size
-        for start in range(0, self.n_batches * size, size):
-            yield {name: tree_map(lambda c: c[start:start + size], column)  # noqa: B023
+        # Each field cut into its batches once (plain slices, views), not field by batch.
+        columns = {name: _slices(column, self.batch_size, self.n_batches)
                    for name, column in self.rows.items()}
+        for parts in zip(*columns.values(), strict=True):
+            yield dict(zip(columns, parts, strict=True))
+
+
+def _slices(column: Any, size: int, n: int) -> list:
+    """The ``n`` consecutive slices of ``size`` rows of ``column`` (of each of its leaves)."""
+    if is_nested(column):
+        return [tree_map(lambda c: c[i:i + size], column)  # noqa: B023
+                for i in range(0, n * size, size)]
+    return [column[i:i + size] for i in range(0, n * size, size)]
 
 
 class BurstSampler:

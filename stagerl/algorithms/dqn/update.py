@@ -15,6 +15,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from stagerl.algorithms.dqn.adam_step import adam_step
 from stagerl.algorithms.dqn.policy import DQNPolicy
 from stagerl.algorithms.dqn.replay import Burst, as_tensors, write_priorities
 from stagerl.algorithms.torch_state import denormals_flushed
@@ -160,7 +161,7 @@ def dqn_update(policy: DQNPolicy, batch: dict, target: torch.Tensor | None = Non
     max_norm = policy.config.max_grad_norm
     if max_norm is not None and max_norm < math.inf:  # None or inf: never clip
         clip_grad_norm(parameters, max_norm)
-    policy.q.optimiser.step()
+    adam_step(policy.q.optimiser)  # optimiser.step(), its Python skipped where that is equal
     policy.changed_since_sync = True
     policy.loss = loss.detach()  # for logging; reading it waits for the device
     if weight is None:
@@ -170,10 +171,13 @@ def dqn_update(policy: DQNPolicy, batch: dict, target: torch.Tensor | None = Non
 
 def clip_grad_norm(parameters: list, max_norm: float) -> None:
     """``torch.nn.utils.clip_grad_norm_`` in its foreach form, without its per-call checks:
-    scale every gradient by ``min(1, max_norm / (total norm + 1e-6))``."""
+    scale every gradient by ``min(1, max_norm / (total norm + 1e-6))``. On the CPU a scale of
+    exactly 1 (the norm within ``max_norm``) multiplies nothing: ``x * 1.0`` is ``x``."""
     grads = [p.grad for p in parameters if p.grad is not None]
     total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_(max=1.0))
+    scale = (max_norm / (total + 1e-6)).clamp_(max=1.0)
+    if scale.device.type != "cpu" or scale.item() != 1.0:  # reading it would wait for a GPU
+        torch._foreach_mul_(grads, scale)
 
 
 def project_distribution(next_probs: torch.Tensor, reward: torch.Tensor,
