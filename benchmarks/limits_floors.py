@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 import stagerl as rl
+from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.dqn import DQNPolicy
 from stagerl.algorithms.dqn.networks import NumpyQNetwork
 from stagerl.algorithms.off_policy import SACPolicy, TD3Policy
@@ -239,7 +240,7 @@ def dqn_floor(policy: DQNPolicy, state_dim: int, acts: int):
                         grads = [p.grad for p in params]
                         norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
                         torch._foreach_mul_(grads, (c.max_grad_norm / (norm + 1e-6)).clamp_(max=1))
-                    optimiser.step()
+                    adam_step(optimiser)
     go.optimiser = optimiser  # for the tests: its step count is the run's
     return go
 
@@ -287,7 +288,7 @@ def replay_floor(policy, state_dim: int, acts: int):
             loss = loss - (log_alpha * (log_prob.detach() + policy.target_entropy)).mean()
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
-        optimiser.step()
+        adam_step(optimiser)
         torch._foreach_lerp_(target_params, critic_params, c.tau)
 
     def td3_step(delayed: bool) -> None:
@@ -307,7 +308,7 @@ def replay_floor(policy, state_dim: int, acts: int):
                 p.requires_grad_(True)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
-        optimiser.step()
+        adam_step(optimiser)
         if delayed:
             torch._foreach_lerp_(target_params, critic_params, c.tau)
             torch._foreach_lerp_(list(actor_target.parameters()), list(actor.parameters()), c.tau)
@@ -352,7 +353,7 @@ def on_policy_floor(policy, state_dim: int, acts: int):
         loss.backward()
         if clip is not None and clip < math.inf:
             nn.utils.clip_grad_norm_(flats, clip, foreach=True)
-        opt.step()
+        adam_step(opt)
 
     def normalised(a):
         return (a - a.mean()) / (a.std() + 1e-8)

@@ -13,6 +13,7 @@ from limits_floors_more import CPU, Floors, Part, timed
 from torch import nn
 from torch.nn import functional as F
 
+from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.dqn.recurrent import DRQNPolicy
 from stagerl.algorithms.on_policy import reps
 from stagerl.algorithms.on_policy.recurrent import RecurrentPPOPolicy
@@ -116,7 +117,7 @@ def recurrent_ppo_learn(policy: RecurrentPPOPolicy, masks: list, seed: int):
         loss.backward()
         if c.max_grad_norm is not None and c.max_grad_norm < math.inf:
             nn.utils.clip_grad_norm_(params, c.max_grad_norm, foreach=True)
-        optimiser.step()
+        adam_step(optimiser)
 
     def go() -> None:
         with denormals_flushed(CPU):
@@ -190,7 +191,7 @@ def drqn_learn(policy: DRQNPolicy, seed: int):
                 loss.backward()
                 if c.max_grad_norm is not None and c.max_grad_norm < math.inf:
                     nn.utils.clip_grad_norm_(params, c.max_grad_norm, foreach=True)
-                optimiser.step()
+                adam_step(optimiser)
     return timed(go, gradient_steps=steps, windows=size, window=c.sequence_length)
 
 

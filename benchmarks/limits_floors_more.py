@@ -39,6 +39,7 @@ from limits_floors import act_floor, greedy_acts, learn_floor, optimiser_steps
 from torch import nn
 from torch.nn import functional as F
 
+from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.dqn import DQNPolicy
 from stagerl.algorithms.dqn.recurrent import DRQNPolicy
 from stagerl.algorithms.extractors import NatureCNN
@@ -179,7 +180,7 @@ def dqn_pixel_learn(policy: DQNPolicy, seed: int):
                     loss.backward()
                     if c.max_grad_norm is not None and c.max_grad_norm < math.inf:
                         nn.utils.clip_grad_norm_(params, c.max_grad_norm, foreach=True)
-                    optimiser.step()
+                    adam_step(optimiser)
     return timed(go, gradient_steps=bursts * per_burst, batch=size)
 
 
@@ -228,7 +229,7 @@ def ppo_pixel_learn(policy: PPOPolicy, seed: int):
         loss.backward()
         if clip is not None and clip < math.inf:
             nn.utils.clip_grad_norm_(flats, clip, foreach=True)
-        optimiser.step()
+        adam_step(optimiser)
 
     minibatches = -(-n // c.batch_size)
 

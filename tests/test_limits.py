@@ -176,12 +176,10 @@ def counted_run(limits, name: str, spy: str):
         agent = next(m for m in agent.policies.values() if hasattr(m, "trajectory"))
     policy = agent.policy
     optimiser = policy.q.optimiser if spy == "q" else getattr(policy, spy)
-    calls, step = [], optimiser.step
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return step(*args, **kwargs)
-    optimiser.step = counting
+    calls = []
+    # A step hook sees every step: with one, the learner's direct Adam kernel call
+    # (stagerl.algorithms.adam_step) leaves the step to the optimiser.
+    optimiser.register_step_pre_hook(lambda *_: calls.append(1))
     floors = limits.more_floors(prepared)
     limits.run_loop(prepared)()
     num_envs = getattr(prepared.env, "num_envs", 1)

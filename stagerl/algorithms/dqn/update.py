@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from stagerl.algorithms.dqn.adam_step import adam_step
+from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.dqn.policy import DQNPolicy
 from stagerl.algorithms.dqn.replay import Burst, as_tensors, write_priorities
 from stagerl.algorithms.torch_state import denormals_flushed

@@ -11,9 +11,9 @@ import torch
 
 import stagerl as rl
 from stagerl.algorithms import onednn
+from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.dqn import DQNConfig, dqn_update, learn_burst, make_dqn_agent
 from stagerl.algorithms.dqn import update as dqn_update_module
-from stagerl.algorithms.dqn.adam_step import adam_step
 from stagerl.algorithms.dqn.replay import Burst, as_tensors
 
 CPU = torch.device("cpu")
