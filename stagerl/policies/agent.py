@@ -89,11 +89,14 @@ class Agent(Policy):
             )
         self._policy = policy
         self._trajectory = trajectory
-        #: ``push_row(step_dict)``: the trajectory's push without packing the names each step;
-        #: ``_push_step(state, action, reward, terminal)`` a plain step's push, found at the
-        #: first step (after the episode's first state: a trajectory learns its lanes there).
+        #: ``_push_row(step_dict)``: the trajectory's push without packing the names each step;
+        #: ``_push_step(step_dict)`` the same for a plain step's four names, looked up once (a
+        #: vector env's acts); ``_push_values(state, action, reward, terminal)`` a single env's
+        #: plain step, found at the first step (after the episode's first state: a trajectory
+        #: learns its lanes there).
         self._push_row = _row_pusher(trajectory)
-        self._push_step = partial(_first_plain_step, self)
+        self._push_step = _row_pusher(trajectory, _PLAIN_STEP)
+        self._push_values = partial(_first_plain_step, self)
         keys = _trace_names(trajectory)
         # Resolved once: the pushes need them on every step and episode.
         self._completes_with_next_action = "next_action" in keys
@@ -184,7 +187,7 @@ def _first_plain_step(agent: Agent, *values: Any) -> None:
 
         def push(*values):
             push_row(dict(zip(_PLAIN_STEP, values, strict=True)))
-    agent._push_step = push
+    agent._push_values = push
     push(*values)
 
 
@@ -283,7 +286,7 @@ def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
     if env.is_truncated:  # the common step: one attribute read more
         record_step(agent, env, action)
         return
-    agent._push_step(env.state, action, env.reward, env.is_terminated)
+    agent._push_values(env.state, action, env.reward, env.is_terminated)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)

@@ -2,8 +2,9 @@
 
 * the default conditions checked inline (``ResetIfEnvTerminated``, ``StopAfterNSteps``) against
   their own ``check`` (a subclass that overrides nothing is never inlined);
-* consecutive per-episode hooks stepped in one call (``post_act_together``) against each hook's
-  own ``post_act`` (the grouping turned off);
+* consecutive per-episode hooks run in one call per stage (``stagerl.core.hooks_together``)
+  against each hook's own ``pre_episode``, ``post_act`` and ``post_episode`` (the grouping
+  turned off);
 * the episode lengths filled by slices (``EpisodeMeta.fill_lens``) against the indexed fill.
 """
 
@@ -144,7 +145,7 @@ def test_a_vector_env_runs_as_with_the_general_checks():
 
 
 def no_grouping(monkeypatch):
-    monkeypatch.setattr(stage_calls, "_episode_hooks_together", lambda calls, policy, env: calls)
+    monkeypatch.setattr(stage_calls, "_episode_hooks_together", lambda calls, *args: calls)
 
 
 ENVS = {
@@ -171,9 +172,18 @@ def test_episode_hooks_stepped_together_record_what_each_records_alone(env, step
                                    rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
                                    + rl.RewardsPerEpisode() + rl.StepsPerEpisode()
                                    + rl.DoEveryNEpisodes(lambda *a: None))
-    # two runs of default post_acts around RewardsPerEpisode's own: two calls and one
-    assert [c.func.__name__ for c in calls.post_act] == [
-        "post_act_together", "post_act", "post_act_together"]
+    # two runs of default methods around RewardsPerEpisode's own: two calls and one
+    members = calls.hook.hooks
+    first, own, last = calls.post_act
+    assert first.__globals__["hooks"] == members[:2] and last.__globals__["hooks"] == members[3:]
+    assert own.func.__self__ is members[2]
+    # RewardsPerEpisode and DoEveryNEpisodes have a pre_episode of their own, and no member
+    # has a post_episode of its own
+    assert [(c.func.__name__, c.args[0]) for c in calls.pre_episode] == [
+        ("pre_episode_together", members[:2])] + [
+        ("pre_episode", calls.policy)] * 3
+    assert [(c.func.__name__, c.args[0]) for c in calls.post_episode] == [
+        ("post_episode_together", members)]
     together = run()
     no_grouping(monkeypatch)
     assert run() == together
