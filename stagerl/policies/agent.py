@@ -97,6 +97,8 @@ class Agent(Policy):
         self._push_row = _row_pusher(trajectory)
         self._push_step = _row_pusher(trajectory, _PLAIN_STEP)
         self._push_values = partial(_first_plain_step, self)
+        #: ``_push_first_state(state)``: a single env's plain first state (PreEpisode).
+        self._push_first_state = partial(_first_state, self)
         keys = _trace_names(trajectory)
         # Resolved once: the pushes need them on every step and episode.
         self._completes_with_next_action = "next_action" in keys
@@ -191,6 +193,20 @@ def _first_plain_step(agent: Agent, *values: Any) -> None:
     push(*values)
 
 
+def _first_state(agent: Agent, state: Any) -> None:
+    # The first episode's state goes through the dict push (a trajectory learns its lanes at
+    # its first push); the function kept for the next ones is the trajectory's own for the
+    # name (one generated function for the common case), or the dict push.
+    agent._push_row({"state": state})
+    trajectory = agent._trajectory
+    push_values = getattr(trajectory, "push_values_function", None)
+    if callable(push_values) and isinstance(trajectory, Trajectory):
+        agent._push_first_state = push_values(("state",))
+    else:
+        push_row = agent._push_row
+        agent._push_first_state = lambda state: push_row({"state": state})
+
+
 def _trace_names(trajectory: Any) -> tuple[str, ...]:
     container = getattr(trajectory, "container", trajectory)
     keys = getattr(container, "keys", None)
@@ -210,7 +226,7 @@ def _push_agent_pre_episode(agent: Agent, stage: PreEpisodeStage, env):
         start_vector_episode(agent, env)
         return
     if agent._plain_steps:
-        agent._push_row({"state": env.state})
+        agent._push_first_state(env.state)
         return
     agent._push_row(state_values(agent, env, env.state))
 

@@ -218,3 +218,31 @@ def test_a_replaced_check_of_a_default_condition_is_called():
     stop.check = lambda policy, env: seen.append("stop") or stop_check(policy, env)
     rl.run(rl.RandomPolicy(rng=0), rl.GymEnv("CartPole-v1", seed=0), stop, None, reset)
     assert seen.count("stop") == 30 and seen.count("reset") >= 30
+
+
+@pytest.mark.parametrize("make_env", [lambda: rl.GymEnv("CartPole-v1", seed=1),
+                                      lambda: rl.GymEnv("CartPole-v1", seed=1,
+                                                        max_episode_steps=6),
+                                      lambda: NumpyFlags(bool), lambda: rl.RandomWalk1D()])
+@pytest.mark.parametrize("steps", [1, 40, 333])
+def test_the_agents_generated_pushes_store_what_the_general_push_stores(make_env, steps,
+                                                                          monkeypatch):
+    # generated: the step push and the first-state push (trajectories._step_push); general:
+    # the trajectory's dict push for both, every rule checked at every push
+    def run():
+        hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
+        return agent_run(make_env(), rl.StopAfterNSteps(steps, progress=False),
+                         rl.ResetIfEnvTerminated(), hook), figures(hook)
+
+    generated = run()
+    monkeypatch.setattr("trajectories.trajectory.compile_step_push", lambda *args: None)
+    assert run() == generated
+    assert generated[0][3] == steps  # every step inserted once
+
+
+def test_the_agent_keeps_the_generated_pushes_after_its_first_episode():
+    agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(rl.CircularArraySARTSTraces(
+        capacity=100, state=(np.float32, (4,)))))
+    rl.run(agent, rl.GymEnv("CartPole-v1", seed=0), rl.StopAfterNSteps(60, progress=False))
+    # the generated functions (trajectories._step_push), not the dict fallbacks ("<lambda>")
+    assert agent._push_first_state.__name__ == agent._push_values.__name__ == "push"
