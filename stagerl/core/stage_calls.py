@@ -167,6 +167,7 @@ class _PushWithAction(dict):
 
     def __init__(self, policy: Any, env: Any) -> None:
         super().__init__()
+        self.policy, self.env = policy, env
         self.types = (type(policy), PostActStage, type(env))
 
     def described(self) -> str:
@@ -185,8 +186,18 @@ class _PushWithAction(dict):
                 method = None
             elif return_type is not Any:
                 method = push  # plum converts annotated results: keep its call
+            else:
+                method = _specialised(method, self.policy, self.env)
         self[action_type] = method
         return method
+
+
+def _specialised(method: Any, policy: Any, env: Any) -> Any:
+    """``method``, or the method it names for this policy and env (``method.specialised_for(
+    policy, env)``: the Agent's PostAct push of a single env's plain steps, its checks of
+    the policy and env made once)."""
+    specialise = getattr(method, "specialised_for", None)
+    return (specialise(policy, env) or method) if specialise is not None else method
 
 
 def _bound(function: plum.Function, args: tuple) -> tuple:

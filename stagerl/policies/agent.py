@@ -291,7 +291,6 @@ def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
     agent._push_row(row)
 
 
-@push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
     if not agent._plain_steps:
         record_step(agent, env, action)
@@ -303,6 +302,26 @@ def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
         record_step(agent, env, action)
         return
     agent._push_values(env.state, action, env.reward, env.is_terminated)
+
+
+def _push_plain_step(agent: Agent, stage: PostActStage, env, action):
+    # _push_agent_post_act for an agent of plain steps on a single env, its two checks made once
+    if env.is_truncated:
+        record_step(agent, env, action)
+        return
+    agent._push_values(env.state, action, env.reward, env.is_terminated)
+
+
+def _specialised_post_act(agent: Agent, env: Any) -> Any:
+    """The run loop's PostAct push for ``agent`` in ``env``, both fixed for the run: the
+    method for a single env's plain steps, or None (the general method)."""
+    if agent._plain_steps and not isinstance(env, VectorEnv):
+        return _push_plain_step
+    return None
+
+
+_push_agent_post_act.specialised_for = _specialised_post_act
+push.dispatch(precedence=DEFAULT_PRECEDENCE)(_push_agent_post_act)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)

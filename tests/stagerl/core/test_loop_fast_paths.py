@@ -227,8 +227,9 @@ def test_a_replaced_check_of_a_default_condition_is_called():
 @pytest.mark.parametrize("steps", [1, 40, 333])
 def test_the_agents_generated_pushes_store_what_the_general_push_stores(make_env, steps,
                                                                           monkeypatch):
-    # generated: the step push and the first-state push (trajectories._step_push); general:
-    # the trajectory's dict push for both, every rule checked at every push
+    # generated: the step push and the first-state push (trajectories._step_push), the
+    # Agent's PostAct push specialised for a single env's plain steps; general: the trajectory's
+    # dict push for both, every rule checked at every push, the Agent's general method
     def run():
         hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
         return agent_run(make_env(), rl.StopAfterNSteps(steps, progress=False),
@@ -236,6 +237,7 @@ def test_the_agents_generated_pushes_store_what_the_general_push_stores(make_env
 
     generated = run()
     monkeypatch.setattr("trajectories.trajectory.compile_step_push", lambda *args: None)
+    monkeypatch.setattr(stage_calls, "_specialised", lambda method, policy, env: method)
     assert run() == generated
     assert generated[0][3] == steps  # every step inserted once
 
@@ -246,3 +248,8 @@ def test_the_agent_keeps_the_generated_pushes_after_its_first_episode():
     rl.run(agent, rl.GymEnv("CartPole-v1", seed=0), rl.StopAfterNSteps(60, progress=False))
     # the generated functions (trajectories._step_push), not the dict fallbacks ("<lambda>")
     assert agent._push_first_state.__name__ == agent._push_values.__name__ == "push"
+    calls = stage_calls.StageCalls(agent, rl.GymEnv("CartPole-v1"), rl.EmptyHook())
+    assert calls.push_with_action[int].__name__ == "_push_plain_step"
+    vector = stage_calls.StageCalls(agent, rl.GymVectorEnv("CartPole-v1", num_envs=2),
+                                    rl.EmptyHook())
+    assert vector.push_with_action[np.ndarray].__name__ == "_push_agent_post_act"
