@@ -253,3 +253,36 @@ def test_the_agent_keeps_the_generated_pushes_after_its_first_episode():
     vector = stage_calls.StageCalls(agent, rl.GymVectorEnv("CartPole-v1", num_envs=2),
                                     rl.EmptyHook())
     assert vector.push_with_action[np.ndarray].__name__ == "_push_agent_post_act"
+
+
+@dataclasses.dataclass
+class OddFields(rl.StepsPerEpisode):
+    """Mirrored fields the generated post_act cannot write out (a name that is no identifier),
+    and one set on the instance during the run."""
+
+    running_fields = (("count", "running_length"), ("not a name", "running_reward"))
+
+
+@pytest.mark.parametrize("env", ["cartpole", "bool flags", "game"])
+def test_hooks_the_generated_post_act_cannot_write_out_record_what_they_record_alone(
+        env, monkeypatch):
+    def run():
+        odd, plain = OddFields(), rl.TotalRewardPerEpisode()
+        stop = rl.StopAfterNSteps(50, progress=False)
+
+        def swap(steps):  # mid-run, a field list of the instance's own
+            if steps == 20:
+                plain.running_fields = (("reward", "running_length"),)
+        hook = odd + plain + rl.StepsPerEpisode() + rl.DoEveryNSteps(
+            lambda policy, env, *rest: swap(stop.step))
+        rl.run(rl.RandomPolicy(rng=0), ENVS[env](), stop, hook)
+        assert "running_fields" in vars(plain)  # the swap happened
+        return [(dataclasses.asdict(h) if dataclasses.is_dataclass(h) else None,
+                 getattr(h, "not a name", None)) for h in hook.hooks[:3]]
+
+    calls = stage_calls.StageCalls(rl.RandomPolicy(), rl.RandomWalk1D(),
+                                   OddFields() + rl.StepsPerEpisode())
+    assert calls.post_act[0].__name__ == "<lambda>"  # the general post_act_together
+    together = run()
+    no_grouping(monkeypatch)
+    assert run() == together
