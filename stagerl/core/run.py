@@ -235,7 +235,8 @@ class Experiment:
             act = env.act
             if start_at is None:
                 env.reset()
-                _refuse_finished_episode(env)
+                if env.is_terminated is not False or env.is_truncated is not False:
+                    _refuse_finished_episode(env)  # plain False flags (most envs) pass as is
                 for call in calls.pre_episode:  # push(policy, ...); optimise(...); push(hook, ...)
                     call()
             else:  # the episode a saved run was in goes on from the step it ended at

@@ -210,7 +210,10 @@ class GymEnv(Env):
         else:
             obs, info = self.env.reset()
         self._seeded = True
-        self.state = private_copy(obs)
+        # The same rule as act's (the module docstring): a fresh array nobody else holds is kept.
+        if type(obs) is not _ndarray or obs.base is not None or _getrefcount(obs) > _PRIVATE_REFS:
+            obs = private_copy(obs)
+        self.state = obs
         self.info = info
         self.reward = 0.0
         self.is_terminated = False

@@ -286,3 +286,30 @@ def test_hooks_the_generated_post_act_cannot_write_out_record_what_they_record_a
     together = run()
     no_grouping(monkeypatch)
     assert run() == together
+
+
+class EndsAtReset(NumpyFlags):
+    """A reset that leaves a flag set (``flag`` its type): the loop must refuse it."""
+
+    def __init__(self, flag, which):
+        super().__init__(flag)
+        self.which = which
+
+    def reset(self):
+        super().reset()
+        setattr(self, self.which, self.flag(True))
+
+
+@pytest.mark.parametrize("which", ["is_terminated", "is_truncated"])
+@pytest.mark.parametrize("flag", [bool, np.bool_, int])
+def test_an_episode_finished_right_after_reset_is_refused_whatever_the_flags_type(flag, which):
+    with pytest.raises(RuntimeError, match="already terminated or truncated right after reset"):
+        rl.run(rl.RandomPolicy(rng=0), EndsAtReset(flag, which),
+               rl.StopAfterNSteps(5, progress=False))
+
+
+@pytest.mark.parametrize("flag", [np.bool_, int])
+def test_flags_false_of_another_type_after_reset_are_not_refused(flag):
+    hook = rl.run(rl.RandomPolicy(rng=0), NumpyFlags(flag), rl.StopAfterNSteps(5, progress=False),
+                  rl.StepsPerEpisode())
+    assert sum(hook.steps) + hook.count == 5

@@ -215,16 +215,19 @@ def test_fresh_arrays_nobody_else_holds_are_not_copied():
     raw = ArrayEnv("fresh")
     env = rl.GymEnv(raw)
     env.reset()
+    assert id(env.state) == raw.returned_ids[-1]
     env.act(0)
     assert id(env.state) == raw.returned_ids[-1]
 
 
-def test_arrays_the_env_holds_are_copied():
-    raw = ArrayEnv("inplace")
+@pytest.mark.parametrize("mode", ["inplace", "view"])
+def test_arrays_the_env_holds_are_copied(mode):
+    raw = ArrayEnv(mode)
     env = rl.GymEnv(raw)
     env.reset()
+    assert not np.shares_memory(env.state, raw.buf)
     env.act(0)
-    assert env.state is not raw.buf
+    assert not np.shares_memory(env.state, raw.buf)
 
 
 # ---- bad input ---------------------------------------------------------------------------------
