@@ -1,5 +1,6 @@
 """One generated function for the common push of a step: a `Trajectory` over an
-`EpisodesBuffer` of rings, a step of a running episode.
+`EpisodesBuffer` of rings, a step of a running episode (and one for an episode's first state
+after a finished episode, below).
 
 The general push of a step goes `Trajectory.push_function` -> `EpisodesBuffer.push_function`
 (the episode rules) -> `Traces.write_function` (the generated ring writes) ->
@@ -23,7 +24,15 @@ from __future__ import annotations
 import math
 
 from trajectories._episode_meta import EpisodeMeta
-from trajectories._episode_rules import FULL, STEP_PHASES_FROM, STEPPING, classify_push
+from trajectories._episode_rules import (
+    COMPLETED,
+    FULL,
+    PARTIAL,
+    STARTED,
+    STEP_PHASES_FROM,
+    STEPPING,
+    classify_push,
+)
 from trajectories._fastpush import compile_function, push_body
 from trajectories.controllers import InsertSampleRatioController
 from trajectories.episodes import EpisodesBuffer
@@ -89,6 +98,8 @@ def compile_step_push(trajectory, keys: tuple, general):
         _, writes, leads, others = traces._plan(keys, False)
     except (KeyError, ValueError, TypeError):
         return None  # the general path raises it at the first push, as it always did
+    if kind == PARTIAL:
+        return _compile_first_state_push(trajectory, keys, general)
     if kind != FULL:
         return None
     body = push_body(writes, (), leads, others, from_args=True)
@@ -105,4 +116,56 @@ def compile_step_push(trajectory, keys: tuple, general):
               general=general)
     source = [guard, f"        return general({as_dict})", *lines,
               *(line.replace("{KEYS}", as_dict) for line in _META_APPEND)]
+    return compile_function(f"def push({args}):", source, ns, "push")
+
+
+# `EpisodeMeta.append(1, 0, evict)` for a bounded ring (nothing to mark: ``back`` is 0), after
+# `EpisodesBuffer._finish_episode`, as `EpisodesBuffer._start_episode` does them.
+_META_START = """\
+    C._finish_episode()
+    m = M
+    n, P = m.n, m.P
+    if n and (evict or n == CAP):
+        samp, s0 = m.samp, m.start
+        if samp[s0]:
+            samp[s0] = False
+            m.n_samp -= 1
+        m.start = 0 if s0 + 1 == P else s0 + 1
+    else:
+        m.n = n + 1
+    t = m.tail
+    m.steps[t] = 1
+    m.tail = 0 if t + 1 == P else t + 1
+    m.step = 1
+    C._phase = STARTED
+""".splitlines()
+
+
+def _compile_first_state_push(trajectory, keys: tuple, general):
+    """``push(*values)`` of an episode's first state (a partial push of ``keys``) after the
+    previous episode's last step (or its completion): the state-like values written with the
+    traces' padding function (a zero frame for the other slots), the previous episode
+    finished, the metadata's entry appended; no insert is counted. Every other phase (an empty
+    or kept buffer, a refused push) takes ``general``."""
+    container, meta, traces = trajectory.container, trajectory.container._meta, \
+        trajectory.container.traces
+    pad = traces.write_function(keys, pad=True)
+    pads = traces._pad_plans
+    if pads.get(keys) is not pad:  # not kept by the traces: it could not be checked per push
+        return None
+    allowed = container._rules.allowed[PARTIAL]
+    phases = tuple(p for p in (COMPLETED, STEPPING) if allowed[p])
+    args = ", ".join(f"x{j}" for j in range(len(keys)))
+    as_dict = "{" + ", ".join(f"{k!r}: x{j}" for j, k in enumerate(keys)) + "}"
+    ns = {"traj": trajectory, "C": container, "M": meta, "T": traces, "PADS": pads,
+          "PAD": pad, "PHASES": phases, "STARTED": STARTED, "CAP": int(meta.capacity),
+          "general": general}
+    source = [
+        "    if traj._detour or traj.container is not C or C._phase not in PHASES or "
+        "C._meta is not M or T._pad_plans is not PADS or PADS.get(KEYS) is not PAD:",
+        f"        return general({as_dict})",
+        f"    evict = PAD({as_dict})",  # raises before writing anything
+        *_META_START,
+    ]
+    ns["KEYS"] = keys
     return compile_function(f"def push({args}):", source, ns, "push")

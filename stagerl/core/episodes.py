@@ -66,6 +66,13 @@ class Episode:
     truncated: bool
     rewards: tuple | None = None
 
+    def __init__(self, lane: int, total_reward: float, length: int, terminated: bool,
+                 truncated: bool, rewards: tuple | None = None) -> None:
+        # Written once, into the instance's dict: the frozen dataclass's own __init__ calls
+        # object.__setattr__ per field, three times the cost, once per hook and episode.
+        self.__dict__.update(lane=lane, total_reward=total_reward, length=length,
+                             terminated=terminated, truncated=truncated, rewards=rewards)
+
 
 class EpisodeTracker:
     """The running return and length of each sub-env's episode, and the episodes that ended.
@@ -323,7 +330,7 @@ def post_act_together(hooks: tuple, policy: Any, env: Any) -> None:
     figures and its mirrored fields; here the env's reward is read once and the trackers moved
     as :meth:`EpisodeTracker.step` moves them, one Python call for all the hooks. Anything else
     (a game's info, a vector env, kept rewards, a tracker not bound to ``env``) goes through
-    each hook's own ``post_act``. ``tests/stagerl/core/test_episode_hooks_together.py`` runs
+    each hook's own ``post_act``. ``tests/stagerl/core/test_loop_fast_paths.py`` runs
     both ways on the same steps.
     """
     info = getattr(env, "info", None)

@@ -229,11 +229,14 @@ class Experiment:
         while not stop:
             calls = calls.current()
             pre_act, plan_action, post_act = calls.pre_act, calls.plan, calls.post_act
+            # One call (the hooks' together, most often) is made without a for loop.
+            post_act_one = post_act[0] if len(post_act) == 1 else None
             push_with_action = calls.push_with_action
             act = env.act
             if start_at is None:
                 env.reset()
-                _refuse_finished_episode(env)
+                if env.is_terminated is not False or env.is_truncated is not False:
+                    _refuse_finished_episode(env)  # plain False flags (most envs) pass as is
                 for call in calls.pre_episode:  # push(policy, ...); optimise(...); push(hook, ...)
                     call()
             else:  # the episode a saved run was in goes on from the step it ended at
@@ -258,7 +261,9 @@ class Experiment:
                 push_action = push_with_action[type(action)]
                 if push_action is not None:
                     push_action(policy, POST_ACT, env, action)  # the only push given the action
-                if post_act:
+                if post_act_one is not None:
+                    post_act_one()
+                elif post_act:
                     for call in post_act:  # optimise(policy, PostActStage()); push(hook, ...)
                         call()
                 # after the PostAct hook

@@ -26,7 +26,12 @@ import plum
 
 from stagerl.core import fallbacks
 from stagerl.core.dispatch import optimise, plan, push
-from stagerl.core.episodes import EpisodeHook, post_act_together
+from stagerl.core.hooks_together import (
+    DEFAULT_METHODS,
+    post_act_function,
+    post_episode_together,
+    pre_episode_together,
+)
 from stagerl.core.plum_adapter import (
     LOOKUP_ERRORS,
     registration_count,
@@ -105,12 +110,19 @@ class StageCalls:
     def __init__(self, policy: Any, env: Any, hook: Any) -> None:
         self.policy, self.env, self.hook = policy, env, hook
         self.registrations = _registrations()
-        self.pre_episode = self._stage(PRE_EPISODE)
-        self.pre_act = self._stage(PRE_ACT)
         # Listed call by call (lines()); run with consecutive per-episode hooks as one call.
-        self._post_act_listed = self._stage(POST_ACT, with_policy_push=False)
-        self.post_act = _episode_hooks_together(self._post_act_listed, policy, env)
-        self.post_episode = self._stage(POST_EPISODE)
+        self._listed = {
+            "PreEpisode": self._stage(PRE_EPISODE),
+            "PreAct": self._stage(PRE_ACT),
+            "PostAct": self._stage(POST_ACT, with_policy_push=False),
+            "PostEpisode": self._stage(POST_EPISODE),
+        }
+        self.pre_episode = _episode_hooks_together(self._listed["PreEpisode"], policy, env,
+                                                   "pre_episode")
+        self.pre_act = self._listed["PreAct"]
+        self.post_act = _episode_hooks_together(self._listed["PostAct"], policy, env, "post_act")
+        self.post_episode = _episode_hooks_together(self._listed["PostEpisode"], policy, env,
+                                                    "post_episode")
         (self.plan,) = _bound(plan, (policy, env))  # plan has no no-op fallback
         self.push_with_action = _PushWithAction(policy, env)
 
@@ -131,9 +143,10 @@ class StageCalls:
         action_push = (f"push({short_name(self.policy)}, PostAct, {short_name(self.env)}, "
                        f"action) -> {self.push_with_action.described()}")
         out = []
-        for stage, calls in (("PreEpisode", self.pre_episode), ("PreAct", self.pre_act),
-                             ("plan", (self.plan,)), ("PostAct", self._post_act_listed),
-                             ("PostEpisode", self.post_episode)):
+        listed = self._listed
+        for stage, calls in (("PreEpisode", listed["PreEpisode"]), ("PreAct", listed["PreAct"]),
+                             ("plan", (self.plan,)), ("PostAct", listed["PostAct"]),
+                             ("PostEpisode", listed["PostEpisode"])):
             out.append(f"  {stage}:")
             described = [_described(call) for call in calls]
             if stage == "PostAct":
@@ -154,6 +167,7 @@ class _PushWithAction(dict):
 
     def __init__(self, policy: Any, env: Any) -> None:
         super().__init__()
+        self.policy, self.env = policy, env
         self.types = (type(policy), PostActStage, type(env))
 
     def described(self) -> str:
@@ -172,8 +186,18 @@ class _PushWithAction(dict):
                 method = None
             elif return_type is not Any:
                 method = push  # plum converts annotated results: keep its call
+            else:
+                method = _specialised(method, self.policy, self.env)
         self[action_type] = method
         return method
+
+
+def _specialised(method: Any, policy: Any, env: Any) -> Any:
+    """``method``, or the method it names for this policy and env (``method.specialised_for(
+    policy, env)``: the Agent's PostAct push of a single env's plain steps, its checks of
+    the policy and env made once)."""
+    specialise = getattr(method, "specialised_for", None)
+    return (specialise(policy, env) or method) if specialise is not None else method
 
 
 def _bound(function: plum.Function, args: tuple) -> tuple:
@@ -195,20 +219,29 @@ def _bound(function: plum.Function, args: tuple) -> tuple:
     return (partial(method, *args),)
 
 
-def _episode_hooks_together(calls: tuple, policy: Any, env: Any) -> tuple:
-    """``calls`` with each run of two or more consecutive ``EpisodeHook.post_act`` calls
-    (hooks that keep the default) made one ``post_act_together(hooks, policy, env)`` call."""
+_TOGETHER = {"pre_episode": lambda hooks, policy, env: partial(pre_episode_together, hooks,
+                                                                 policy, env),
+             "post_act": post_act_function,
+             "post_episode": lambda hooks, policy, env: partial(post_episode_together, hooks,
+                                                                policy, env)}
+
+
+def _episode_hooks_together(calls: tuple, policy: Any, env: Any, method: str) -> tuple:
+    """``calls`` with each run of two or more consecutive calls of ``EpisodeHook``'s own
+    ``method`` (``"pre_episode"``, ``"post_act"`` or ``"post_episode"``, by hooks that keep
+    the default) made one call for them all (`stagerl.core.hooks_together`)."""
+    default = DEFAULT_METHODS[method]
     out: list = []
     run: list = []
     for call in (*calls, None):
-        method = getattr(call, "func", None)
-        if getattr(method, "__func__", None) is EpisodeHook.post_act and \
+        function = getattr(call, "func", None)
+        if getattr(function, "__func__", None) is default and \
                 call.args == (policy, env) and not call.keywords:
             run.append(call)
             continue
         if len(run) >= 2:
             hooks = tuple(c.func.__self__ for c in run)
-            out.append(partial(post_act_together, hooks, policy, env))
+            out.append(_TOGETHER[method](hooks, policy, env))
         else:
             out.extend(run)
         run = []

@@ -89,11 +89,16 @@ class Agent(Policy):
             )
         self._policy = policy
         self._trajectory = trajectory
-        #: ``push_row(step_dict)``: the trajectory's push without packing the names each step;
-        #: ``_push_step(state, action, reward, terminal)`` a plain step's push, found at the
-        #: first step (after the episode's first state: a trajectory learns its lanes there).
+        #: ``_push_row(step_dict)``: the trajectory's push without packing the names each step;
+        #: ``_push_step(step_dict)`` the same for a plain step's four names, looked up once (a
+        #: vector env's acts); ``_push_values(state, action, reward, terminal)`` a single env's
+        #: plain step, found at the first step (after the episode's first state: a trajectory
+        #: learns its lanes there).
         self._push_row = _row_pusher(trajectory)
-        self._push_step = partial(_first_plain_step, self)
+        self._push_step = _row_pusher(trajectory, _PLAIN_STEP)
+        self._push_values = partial(_first_plain_step, self)
+        #: ``_push_first_state(state)``: a single env's plain first state (PreEpisode).
+        self._push_first_state = partial(_first_state, self)
         keys = _trace_names(trajectory)
         # Resolved once: the pushes need them on every step and episode.
         self._completes_with_next_action = "next_action" in keys
@@ -184,8 +189,22 @@ def _first_plain_step(agent: Agent, *values: Any) -> None:
 
         def push(*values):
             push_row(dict(zip(_PLAIN_STEP, values, strict=True)))
-    agent._push_step = push
+    agent._push_values = push
     push(*values)
+
+
+def _first_state(agent: Agent, state: Any) -> None:
+    # The first episode's state goes through the dict push (a trajectory learns its lanes at
+    # its first push); the function kept for the next ones is the trajectory's own for the
+    # name (one generated function for the common case), or the dict push.
+    agent._push_row({"state": state})
+    trajectory = agent._trajectory
+    push_values = getattr(trajectory, "push_values_function", None)
+    if callable(push_values) and isinstance(trajectory, Trajectory):
+        agent._push_first_state = push_values(("state",))
+    else:
+        push_row = agent._push_row
+        agent._push_first_state = lambda state: push_row({"state": state})
 
 
 def _trace_names(trajectory: Any) -> tuple[str, ...]:
@@ -207,7 +226,7 @@ def _push_agent_pre_episode(agent: Agent, stage: PreEpisodeStage, env):
         start_vector_episode(agent, env)
         return
     if agent._plain_steps:
-        agent._push_row({"state": env.state})
+        agent._push_first_state(env.state)
         return
     agent._push_row(state_values(agent, env, env.state))
 
@@ -272,7 +291,6 @@ def record_step(agent: Agent, env: Any, action: Any, **extra: Any) -> None:
     agent._push_row(row)
 
 
-@push.dispatch(precedence=DEFAULT_PRECEDENCE)
 def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
     if not agent._plain_steps:
         record_step(agent, env, action)
@@ -283,7 +301,27 @@ def _push_agent_post_act(agent: Agent, stage: PostActStage, env, action):
     if env.is_truncated:  # the common step: one attribute read more
         record_step(agent, env, action)
         return
-    agent._push_step(env.state, action, env.reward, env.is_terminated)
+    agent._push_values(env.state, action, env.reward, env.is_terminated)
+
+
+def _push_plain_step(agent: Agent, stage: PostActStage, env, action):
+    # _push_agent_post_act for an agent of plain steps on a single env, its two checks made once
+    if env.is_truncated:
+        record_step(agent, env, action)
+        return
+    agent._push_values(env.state, action, env.reward, env.is_terminated)
+
+
+def _specialised_post_act(agent: Agent, env: Any) -> Any:
+    """The run loop's PostAct push for ``agent`` in ``env``, both fixed for the run: the
+    method for a single env's plain steps, or None (the general method)."""
+    if agent._plain_steps and not isinstance(env, VectorEnv):
+        return _push_plain_step
+    return None
+
+
+_push_agent_post_act.specialised_for = _specialised_post_act
+push.dispatch(precedence=DEFAULT_PRECEDENCE)(_push_agent_post_act)
 
 
 @push.dispatch(precedence=DEFAULT_PRECEDENCE)

@@ -1,5 +1,5 @@
-"""The generated step push (`trajectories._step_push`) against the general push of a
-`Trajectory` (`Trajectory.push_row`), on the same layouts and inputs: steps, new episodes,
+"""The generated step and first-state pushes (`trajectories._step_push`) against the general
+push of a `Trajectory` (`Trajectory.push_row`), on the same layouts and inputs: steps, new episodes,
 SARTSA completions, ring wrap-around (lockstep evictions included), clears that keep the running
 episode, bad values, both controllers; and a laned trajectory, which takes the general path."""
 
@@ -38,15 +38,17 @@ def snapshot(t):
             vars(t.controller))
 
 
-def play(t, layout, ops, push_step):
-    """Apply ``ops``, steps through ``push_step(values)``; a snapshot (or the error's type)
+def play(t, layout, ops, push_step, push_start=None):
+    """Apply ``ops``, steps through ``push_step(values)`` and new episodes through
+    ``push_start(state)`` (default: ``t.push(state=...)``); a snapshot (or the error's type)
     after each."""
+    push_start = push_start or (lambda state: t.push(state=state))
     out = []
     for i, op in enumerate(ops, start=1):
         state = [i, -i] if layout == "sarts" else i
         try:
             if op[0] == "start":
-                t.push(state=state)
+                push_start(state)
             elif op[0] == "step":
                 push_step(state, i % 3, float(i), op[1])
             elif op[0] == "complete":
@@ -80,8 +82,10 @@ def test_generated_step_push_and_general_push_agree(layout, controller, capacity
     fast.push(state=[0, 0] if layout == "sarts" else 0)  # the first push decides the lanes
     general.push(state=[0, 0] if layout == "sarts" else 0)
     push_values = fast.push_values_function(STEP)
-    assert push_values.__name__ == "push"  # the generated function, not the dict fallback
-    played = play(fast, layout, ops, push_values)
+    push_start = fast.push_values_function(("state",))
+    # the generated functions, not the dict fallback
+    assert push_values.__name__ == push_start.__name__ == "push"
+    played = play(fast, layout, ops, push_values, push_start)
     assert play(general, layout, ops,
                 lambda *values: general.push_row(dict(zip(STEP, values, strict=True)))) == played
 

@@ -2,8 +2,9 @@
 
 * the default conditions checked inline (``ResetIfEnvTerminated``, ``StopAfterNSteps``) against
   their own ``check`` (a subclass that overrides nothing is never inlined);
-* consecutive per-episode hooks stepped in one call (``post_act_together``) against each hook's
-  own ``post_act`` (the grouping turned off);
+* consecutive per-episode hooks run in one call per stage (``stagerl.core.hooks_together``)
+  against each hook's own ``pre_episode``, ``post_act`` and ``post_episode`` (the grouping
+  turned off);
 * the episode lengths filled by slices (``EpisodeMeta.fill_lens``) against the indexed fill.
 """
 
@@ -144,7 +145,7 @@ def test_a_vector_env_runs_as_with_the_general_checks():
 
 
 def no_grouping(monkeypatch):
-    monkeypatch.setattr(stage_calls, "_episode_hooks_together", lambda calls, policy, env: calls)
+    monkeypatch.setattr(stage_calls, "_episode_hooks_together", lambda calls, *args: calls)
 
 
 ENVS = {
@@ -171,9 +172,18 @@ def test_episode_hooks_stepped_together_record_what_each_records_alone(env, step
                                    rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
                                    + rl.RewardsPerEpisode() + rl.StepsPerEpisode()
                                    + rl.DoEveryNEpisodes(lambda *a: None))
-    # two runs of default post_acts around RewardsPerEpisode's own: two calls and one
-    assert [c.func.__name__ for c in calls.post_act] == [
-        "post_act_together", "post_act", "post_act_together"]
+    # two runs of default methods around RewardsPerEpisode's own: two calls and one
+    members = calls.hook.hooks
+    first, own, last = calls.post_act
+    assert first.__globals__["hooks"] == members[:2] and last.__globals__["hooks"] == members[3:]
+    assert own.func.__self__ is members[2]
+    # RewardsPerEpisode and DoEveryNEpisodes have a pre_episode of their own, and no member
+    # has a post_episode of its own
+    assert [(c.func.__name__, c.args[0]) for c in calls.pre_episode] == [
+        ("pre_episode_together", members[:2])] + [
+        ("pre_episode", calls.policy)] * 3
+    assert [(c.func.__name__, c.args[0]) for c in calls.post_episode] == [
+        ("post_episode_together", members)]
     together = run()
     no_grouping(monkeypatch)
     assert run() == together
@@ -208,3 +218,98 @@ def test_a_replaced_check_of_a_default_condition_is_called():
     stop.check = lambda policy, env: seen.append("stop") or stop_check(policy, env)
     rl.run(rl.RandomPolicy(rng=0), rl.GymEnv("CartPole-v1", seed=0), stop, None, reset)
     assert seen.count("stop") == 30 and seen.count("reset") >= 30
+
+
+@pytest.mark.parametrize("make_env", [lambda: rl.GymEnv("CartPole-v1", seed=1),
+                                      lambda: rl.GymEnv("CartPole-v1", seed=1,
+                                                        max_episode_steps=6),
+                                      lambda: NumpyFlags(bool), lambda: rl.RandomWalk1D()])
+@pytest.mark.parametrize("steps", [1, 40, 333])
+def test_the_agents_generated_pushes_store_what_the_general_push_stores(make_env, steps,
+                                                                          monkeypatch):
+    # generated: the step push and the first-state push (trajectories._step_push), the
+    # Agent's PostAct push specialised for a single env's plain steps; general: the trajectory's
+    # dict push for both, every rule checked at every push, the Agent's general method
+    def run():
+        hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
+        return agent_run(make_env(), rl.StopAfterNSteps(steps, progress=False),
+                         rl.ResetIfEnvTerminated(), hook), figures(hook)
+
+    generated = run()
+    monkeypatch.setattr("trajectories.trajectory.compile_step_push", lambda *args: None)
+    monkeypatch.setattr(stage_calls, "_specialised", lambda method, policy, env: method)
+    assert run() == generated
+    assert generated[0][3] == steps  # every step inserted once
+
+
+def test_the_agent_keeps_the_generated_pushes_after_its_first_episode():
+    agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(rl.CircularArraySARTSTraces(
+        capacity=100, state=(np.float32, (4,)))))
+    rl.run(agent, rl.GymEnv("CartPole-v1", seed=0), rl.StopAfterNSteps(60, progress=False))
+    # the generated functions (trajectories._step_push), not the dict fallbacks ("<lambda>")
+    assert agent._push_first_state.__name__ == agent._push_values.__name__ == "push"
+    calls = stage_calls.StageCalls(agent, rl.GymEnv("CartPole-v1"), rl.EmptyHook())
+    assert calls.push_with_action[int].__name__ == "_push_plain_step"
+    vector = stage_calls.StageCalls(agent, rl.GymVectorEnv("CartPole-v1", num_envs=2),
+                                    rl.EmptyHook())
+    assert vector.push_with_action[np.ndarray].__name__ == "_push_agent_post_act"
+
+
+@dataclasses.dataclass
+class OddFields(rl.StepsPerEpisode):
+    """Mirrored fields the generated post_act cannot write out (a name that is no identifier),
+    and one set on the instance during the run."""
+
+    running_fields = (("count", "running_length"), ("not a name", "running_reward"))
+
+
+@pytest.mark.parametrize("env", ["cartpole", "bool flags", "game"])
+def test_hooks_the_generated_post_act_cannot_write_out_record_what_they_record_alone(
+        env, monkeypatch):
+    def run():
+        odd, plain = OddFields(), rl.TotalRewardPerEpisode()
+        stop = rl.StopAfterNSteps(50, progress=False)
+
+        def swap(steps):  # mid-run, a field list of the instance's own
+            if steps == 20:
+                plain.running_fields = (("reward", "running_length"),)
+        hook = odd + plain + rl.StepsPerEpisode() + rl.DoEveryNSteps(
+            lambda policy, env, *rest: swap(stop.step))
+        rl.run(rl.RandomPolicy(rng=0), ENVS[env](), stop, hook)
+        assert "running_fields" in vars(plain)  # the swap happened
+        return [(dataclasses.asdict(h) if dataclasses.is_dataclass(h) else None,
+                 getattr(h, "not a name", None)) for h in hook.hooks[:3]]
+
+    calls = stage_calls.StageCalls(rl.RandomPolicy(), rl.RandomWalk1D(),
+                                   OddFields() + rl.StepsPerEpisode())
+    assert calls.post_act[0].__name__ == "<lambda>"  # the general post_act_together
+    together = run()
+    no_grouping(monkeypatch)
+    assert run() == together
+
+
+class EndsAtReset(NumpyFlags):
+    """A reset that leaves a flag set (``flag`` its type): the loop must refuse it."""
+
+    def __init__(self, flag, which):
+        super().__init__(flag)
+        self.which = which
+
+    def reset(self):
+        super().reset()
+        setattr(self, self.which, self.flag(True))
+
+
+@pytest.mark.parametrize("which", ["is_terminated", "is_truncated"])
+@pytest.mark.parametrize("flag", [bool, np.bool_, int])
+def test_an_episode_finished_right_after_reset_is_refused_whatever_the_flags_type(flag, which):
+    with pytest.raises(RuntimeError, match="already terminated or truncated right after reset"):
+        rl.run(rl.RandomPolicy(rng=0), EndsAtReset(flag, which),
+               rl.StopAfterNSteps(5, progress=False))
+
+
+@pytest.mark.parametrize("flag", [np.bool_, int])
+def test_flags_false_of_another_type_after_reset_are_not_refused(flag):
+    hook = rl.run(rl.RandomPolicy(rng=0), NumpyFlags(flag), rl.StopAfterNSteps(5, progress=False),
+                  rl.StepsPerEpisode())
+    assert sum(hook.steps) + hook.count == 5

@@ -895,7 +895,9 @@ def test_a_per_episode_hooks_own_methods_are_called_directly_unless_a_user_metho
     assert first.func == plain.post_act and first.args == (calls.policy, calls.env)
     # the user's more specific method wins, as plain dispatch would pick it
     assert second.func.__name__ == "_push_counted_steps_post_act"
-    assert [c.func for c in calls.pre_episode[-2:]] == [plain.pre_episode, mine.pre_episode]
+    # both keep EpisodeHook's pre_episode: one call for the two (stagerl.core.hooks_together)
+    assert calls.pre_episode[-1].func.__name__ == "pre_episode_together"
+    assert calls.pre_episode[-1].args == ((plain, mine), calls.policy, calls.env)
     hook = rl.run(RecordingPolicy([]), CountingEnv([], length=3),
                   rl.StopAfterNSteps(7, progress=False), plain + mine)
     assert hook[0].steps == hook[1].steps == [3, 3, 1] and hook[0].count == hook[1].count == 0

@@ -215,16 +215,19 @@ def test_fresh_arrays_nobody_else_holds_are_not_copied():
     raw = ArrayEnv("fresh")
     env = rl.GymEnv(raw)
     env.reset()
+    assert id(env.state) == raw.returned_ids[-1]
     env.act(0)
     assert id(env.state) == raw.returned_ids[-1]
 
 
-def test_arrays_the_env_holds_are_copied():
-    raw = ArrayEnv("inplace")
+@pytest.mark.parametrize("mode", ["inplace", "view"])
+def test_arrays_the_env_holds_are_copied(mode):
+    raw = ArrayEnv(mode)
     env = rl.GymEnv(raw)
     env.reset()
+    assert not np.shares_memory(env.state, raw.buf)
     env.act(0)
-    assert env.state is not raw.buf
+    assert not np.shares_memory(env.state, raw.buf)
 
 
 # ---- bad input ---------------------------------------------------------------------------------
@@ -315,3 +318,52 @@ def test_nan_reward_names_the_env_and_the_step():
     with pytest.raises(ValueError, match=r"NaN reward at step 2") as info:
         env.act(0)
     assert "GymEnv(ArrayEnv" in str(info.value)
+
+
+class ValuesEnv(gymnasium.Env):
+    """Steps that return the scripted ``(reward, terminated, truncated)`` values as they are."""
+
+    observation_space = Box(0, 1, (1,), np.float32)
+    action_space = Discrete(2)
+
+    def __init__(self, steps):
+        self.steps = list(steps)
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        reward, terminated, truncated = self.steps.pop(0)
+        return np.zeros(1, np.float32), reward, terminated, truncated, {}
+
+
+class FloatSubclass(float):
+    pass
+
+
+REWARDS = [1.0, -0.5, 0, 3, True, np.float32(0.25), np.float64(-2.0), np.int64(4),
+           FloatSubclass(1.5), np.array(0.75), float("inf"), -0.0]
+FLAGS = [False, True, 0, 1, np.bool_(True), np.bool_(False), np.int64(0), np.array(True)]
+
+
+@pytest.mark.parametrize("flag", FLAGS, ids=repr)
+@pytest.mark.parametrize("reward", REWARDS, ids=repr)
+def test_act_stores_a_python_float_and_bools_as_the_conversions_make_them(reward, flag):
+    # act skips float() and bool() for values already of that type: what it stores must be
+    # what the conversions give, of exactly that type, for every kind of value an env returns
+    env = rl.GymEnv(ValuesEnv([(reward, flag, flag), (reward, False, flag)]))
+    env.reset()
+    for _ in range(2):
+        env.act(0)
+        assert type(env.reward) is float and repr(env.reward) == repr(float(reward))
+    assert type(env.is_terminated) is bool and env.is_terminated is False
+    assert type(env.is_truncated) is bool and env.is_truncated is bool(flag)
+
+
+@pytest.mark.parametrize("reward", [float("nan"), np.float32("nan"), np.array(float("nan"))],
+                         ids=repr)
+def test_act_refuses_a_nan_reward_of_any_type(reward):
+    env = rl.GymEnv(ValuesEnv([(reward, False, False)]))
+    env.reset()
+    with pytest.raises(ValueError, match="NaN reward at step 1"):
+        env.act(0)
