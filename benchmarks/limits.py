@@ -37,7 +37,7 @@ pushing (the traces), dispatch (the stages, plum), hooks, evaluation, the algori
 ``--scale`` shortens every run (its ``steps`` and ``learning_starts`` alike, so a run keeps its
 mix of warm-up and learning); ``--steps N`` runs every experiment ``N`` env steps;
 ``--max-steps N`` caps every run at ``N`` env steps (the long Atari and MuJoCo runs) after
-either.
+either, but not below two rollouts of an on-policy run.
 """
 
 from __future__ import annotations
@@ -145,11 +145,14 @@ def run_loop(prepared) -> Callable[[], None]:
 def overrides_for(name: str, steps: int | None, scale: float,
                   max_steps: int | None = None) -> dict:
     """The settings a shortened run changes: ``steps`` (and, scaled, ``learning_starts``);
-    ``max_steps`` caps the length ``steps`` or ``scale`` gives."""
+    ``max_steps`` caps the length ``steps`` or ``scale`` gives, but not below two rollouts of
+    an on-policy run."""
     config = configure(name)
     length = steps if steps is not None else max(1, round(config.steps * scale))
-    if max_steps is not None:
-        length = min(length, max_steps)
+    if max_steps is not None and length > max_steps:
+        # never below two rollouts of an on-policy run: a shorter one learns once or not at all
+        rollout = (getattr(config, "n_steps", None) or 0) * (getattr(config, "num_envs", 1) or 1)
+        length = max(max_steps, min(length, 2 * rollout))
     if length == config.steps:
         return {}
     changed = {"steps": length}

@@ -80,6 +80,9 @@ def test_max_steps_caps_a_run_after_its_scale_and_scales_its_warm_up_alike(limit
     assert limits.overrides_for("dqn-cartpole", None, 0.1, 10**9) == {"steps": 5_000,
                                                                      "learning_starts": 100}
     assert limits.overrides_for("ppo-cartpole", None, 1.0, 10**9) == {}
+    # ppo-pendulum's rollouts are 1,024 steps of 4 sub-envs: a cap keeps two of them
+    assert limits.overrides_for("ppo-pendulum", None, 0.1, 4_000) == {"steps": 8_192}
+    assert limits.overrides_for("ppo-cartpole", None, 0.1, 4_000) == {"steps": 4_000}
 
 
 @pytest.mark.parametrize("argv", [["--only", "no-such"], ["--steps", "0"], ["--scale", "0"],
