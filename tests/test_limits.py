@@ -299,3 +299,14 @@ def test_the_reps_floors_newton_steps_written_out_solve_the_dual_as_the_runs(lim
         assert eta == pytest.approx(theirs[0], rel=1e-9) and dual == pytest.approx(theirs[2])
         np.testing.assert_allclose(v, theirs[1], rtol=1e-8, atol=1e-12)
         assert steps == len(hessians) and 1 < steps < 50
+
+
+def test_the_games_and_the_emulators_are_the_envs_share(limits):
+    for path in ("/venv/site-packages/ale_py/env.py", "/venv/site-packages/cv2/__init__.py",
+                 "/venv/site-packages/pettingzoo/classic/chess/chess.py",
+                 "/repo/stagerl/multi_agent/tic_tac_toe.py",
+                 "/repo/stagerl/multi_agent/rock_paper_scissors.py",
+                 "/repo/stagerl/multi_agent/pettingzoo.py", "/repo/stagerl/multi_agent/env.py"):
+        assert limits.share_of(path) == "env", path
+    assert limits.share_of("/repo/stagerl/multi_agent/loops.py") == "python"
+    assert limits.share_of("/repo/stagerl/multi_agent/versus.py") == "python"
