@@ -14,9 +14,9 @@ from scripted_envs import scripted_vector_env
 import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms import ERWRConfig, REPSConfig, make_erwr_agent, make_reps_agent
+from stagerl.algorithms.on_policy import reps
 from stagerl.algorithms.on_policy.baselines import linear_features
 from stagerl.algorithms.on_policy.erwr import LBFGS, erwr_weights, lbfgs_minimise
-from stagerl.algorithms.on_policy import reps
 from stagerl.algorithms.on_policy.reps import (
     context_features,
     dual_gradient_and_hessian,
@@ -132,7 +132,7 @@ def test_the_duals_derivatives_are_autograds_hessian_bit_for_bit():
     for returns, features in cartpole_like_duals():
         r, f = torch.tensor(returns, **F64), torch.tensor(features, **F64)
         for l2 in (0.0, 0.01):
-            def dual_of(x, l2=l2):
+            def dual_of(x, l2=l2, r=r, f=f):
                 return reps_dual(x[0], x[1:], r, f, 0.5, l2)
             for eta in (0.05, 1.0, 15.0):
                 x = torch.tensor([eta, *np.linspace(-2, 2, features.shape[1])], **F64)
