@@ -98,10 +98,7 @@ class RecurrentPPOPolicy(OnPolicy, RecurrentPolicy):
 
     def __init__(self, model: RecurrentActorCritic, config: RecurrentPPOConfig,
                  action_space: Any, rng: Any = None, observation_size: int | None = None):
-        # Fused: one kernel steps every tensor (torch's default steps them one by one on the
-        # CPU). A checkpoint of the unfused optimiser loads (the same state, tensor by tensor).
-        optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate, eps=1e-5,
-                                     fused=True)
+        optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate, eps=1e-5)
         super().__init__(model, optimiser, config.gamma, config.gae_lambda,
                          config.max_grad_norm, config.normalize_states, rng,
                          config.normalize_rewards)

@@ -3,8 +3,6 @@ catches a reset one step off), lanes reset alone, every variant acts and learns,
 
 from __future__ import annotations
 
-import copy
-
 import gymnasium
 import numpy as np
 import pytest
@@ -295,32 +293,3 @@ def test_observations_actions_and_extractors_it_cannot_read_are_refused_by_name(
     with pytest.raises(ValueError, match="features_extractor='nature_cnn'; leave it 'auto'"):
         make_recurrent_ppo_agent(rl.GymEnv("CartPole-v1", seed=0), RecurrentPPOConfig(
             features_extractor="nature_cnn"), device="cpu")
-
-
-def test_adam_is_fused_and_a_checkpoint_of_the_unfused_adam_loads_and_steps_as_it_did():
-    config = RecurrentPPOConfig(n_steps=8, batch_size=16, n_epochs=2, rnn_hidden_size=8)
-    env = _env()
-    old = make_recurrent_ppo_agent(env, config, seed=0, device="cpu")
-    model = old.policy.model
-    old.policy.optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate,
-                                            eps=1e-5)  # as earlier versions built it
-    rl.run(old, env, rl.StopAfterNSteps(2 * 8 * env.num_envs, progress=False))
-    assert old.policy.n_updates == 2
-    state = old.policy.state_dict()
-    assert not state["optimiser"]["param_groups"][0]["fused"]
-    new = make_recurrent_ppo_agent(_env(), config, seed=1, device="cpu").policy
-    assert new.optimiser.defaults["fused"] is True
-    new.load_state_dict(copy.deepcopy(state))  # as from a file: no tensor shared with `old`
-    for theirs, ours in zip(model.parameters(), new.model.parameters(), strict=True):
-        assert torch.equal(theirs, ours)
-        for key in ("exp_avg", "exp_avg_sq", "step"):
-            assert torch.equal(old.policy.optimiser.state[theirs][key],
-                               new.optimiser.state[ours][key])
-    generator = torch.Generator().manual_seed(2)
-    for theirs, ours in zip(model.parameters(), new.model.parameters(), strict=True):
-        theirs.grad = torch.randn(theirs.shape, generator=generator)
-        ours.grad = theirs.grad.clone()
-    old.policy.optimiser.step()
-    new.optimiser.step()  # the loaded run goes on with the state (and the kernel) it saved
-    for theirs, ours in zip(model.parameters(), new.model.parameters(), strict=True):
-        assert torch.equal(theirs, ours)
