@@ -77,7 +77,10 @@ DOC = _HERE.parent / "docs" / "performance.md"
 CPU = torch.device("cpu")
 #: The profile's shares: the first entry whose fragment a function's file holds names it.
 SHARES = (
-    ("env", ("gymnasium/", "stagerl/envs/", "stagerl/core/env.py")),
+    ("env", ("gymnasium/", "ale_py/", "cv2/", "pettingzoo/", "stagerl/envs/", "stagerl/core/env.py",
+             "stagerl/multi_agent/env.py", "stagerl/multi_agent/wrappers.py",
+             "stagerl/multi_agent/tic_tac_toe.py", "stagerl/multi_agent/rock_paper_scissors.py",
+             "stagerl/multi_agent/pettingzoo.py")),
     ("network", ("torch/", "algorithms/dqn/networks.py", "algorithms/on_policy/networks.py",
                  "algorithms/off_policy/networks.py", "stagerl/utils/distributions.py")),
     ("evaluation", ("stagerl/core/evaluate.py",)),

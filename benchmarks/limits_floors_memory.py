@@ -211,24 +211,24 @@ class REPSFloors(Floors):
             start = (self.policy.eta, None if self.policy.dual_v is None
                      else self.policy.dual_v.copy())
             counts = {"newton": 0, "values": 0}
-            hessian, dual = torch.autograd.functional.hessian, reps.reps_dual
+            hessian, dual = reps.dual_gradient_and_hessian, reps.reps_dual
 
             def counting_hessian(*args, **kwargs):
-                counts["newton"] += 1  # one Hessian a Newton step
+                counts["newton"] += 1  # one gradient and Hessian a Newton step
                 return hessian(*args, **kwargs)
 
             def counting_dual(*args, **kwargs):
                 counts["values"] += 1
                 return dual(*args, **kwargs)
-            torch.autograd.functional.hessian, reps.reps_dual = counting_hessian, counting_dual
+            reps.dual_gradient_and_hessian, reps.reps_dual = counting_hessian, counting_dual
             try:
                 return solve(returns, features)
             finally:
-                torch.autograd.functional.hessian, reps.reps_dual = hessian, dual
-                # a Newton step evaluates the dual twice (its gradient, its Hessian); the
-                # rest are the start's value and the line search's
+                reps.dual_gradient_and_hessian, reps.reps_dual = hessian, dual
+                # a Newton step evaluates the dual once (for its derivatives); the rest are
+                # the start's value and the line search's
                 self.duals.append((returns.copy(), features.copy(), *start, counts["newton"],
-                                   counts["values"] - 2 * counts["newton"]))
+                                   counts["values"] - counts["newton"]))
 
         def step(closure):
             out = run_step(closure)

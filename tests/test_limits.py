@@ -268,15 +268,15 @@ def test_the_drqn_floor_takes_the_runs_gradient_steps_on_windows_of_its_shape(li
 
 def test_the_reps_floor_takes_the_runs_newton_steps_and_evaluations_on_its_duals(limits,
                                                                                   monkeypatch):
-    import torch
+    from stagerl.algorithms.on_policy import reps
 
     hessians: list = []  # one per Newton step of the run's dual minimisation
-    hessian = torch.autograd.functional.hessian
+    hessian = reps.dual_gradient_and_hessian
 
     def counting(*args, **kwargs):
         hessians.append(1)
         return hessian(*args, **kwargs)
-    monkeypatch.setattr(torch.autograd.functional, "hessian", counting)
+    monkeypatch.setattr(reps, "dual_gradient_and_hessian", counting)
     _, policy, floors, parts, _ = counted_run(limits, "reps-cartpole", "optimiser")
     work = parts["learn"].work
     assert work["updates"] == len(floors.duals) == policy.n_updates > 1
@@ -289,12 +289,12 @@ def test_the_reps_floor_takes_the_runs_newton_steps_and_evaluations_on_its_duals
 def test_the_reps_floors_newton_steps_written_out_solve_the_dual_as_the_runs(limits,
                                                                              monkeypatch):
     import limits_floors_memory as more
-    import torch
 
+    from stagerl.algorithms.on_policy import reps
     from stagerl.algorithms.on_policy.reps import minimise_dual
 
     rng, hessians = np.random.default_rng(0), []  # one per Newton step of the run's
-    hessian = torch.autograd.functional.hessian
+    hessian = reps.dual_gradient_and_hessian
 
     def counting(*args, **kwargs):
         hessians.append(1)
@@ -305,9 +305,20 @@ def test_the_reps_floors_newton_steps_written_out_solve_the_dual_as_the_runs(lim
         v0 = np.zeros(5)
         eta, v, dual, steps = more.newton_dual(returns, features, epsilon, l2, 15.0, v0, 50)
         hessians.clear()
-        monkeypatch.setattr(torch.autograd.functional, "hessian", counting)
+        monkeypatch.setattr(reps, "dual_gradient_and_hessian", counting)
         theirs = minimise_dual(returns, features, epsilon, l2, 15.0, v0, 50)
-        monkeypatch.setattr(torch.autograd.functional, "hessian", hessian)
+        monkeypatch.setattr(reps, "dual_gradient_and_hessian", hessian)
         assert eta == pytest.approx(theirs[0], rel=1e-9) and dual == pytest.approx(theirs[2])
         np.testing.assert_allclose(v, theirs[1], rtol=1e-8, atol=1e-12)
         assert steps == len(hessians) and 1 < steps < 50
+
+
+def test_the_games_and_the_emulators_are_the_envs_share(limits):
+    for path in ("/venv/site-packages/ale_py/env.py", "/venv/site-packages/cv2/__init__.py",
+                 "/venv/site-packages/pettingzoo/classic/chess/chess.py",
+                 "/repo/stagerl/multi_agent/tic_tac_toe.py",
+                 "/repo/stagerl/multi_agent/rock_paper_scissors.py",
+                 "/repo/stagerl/multi_agent/pettingzoo.py", "/repo/stagerl/multi_agent/env.py"):
+        assert limits.share_of(path) == "env", path
+    assert limits.share_of("/repo/stagerl/multi_agent/loops.py") == "python"
+    assert limits.share_of("/repo/stagerl/multi_agent/versus.py") == "python"

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from operator import attrgetter
 
 import numpy as np
 
@@ -49,6 +50,8 @@ from trajectories.buffers import logical_indices
 from trajectories.checks import require_positive_int
 from trajectories.nested import NestedBuffer, tree_map
 from trajectories.trace import as_buffer
+
+_FRAMES = attrgetter("_len")  # every buffer kind's __len__, without the call
 
 __all__ = ["Traces", "MultiplexTraces", "frame_capacity", "write_function_of"]
 
@@ -97,6 +100,7 @@ class Traces:
             for off, name in enumerate(slot):
                 self._where[name] = (i, buf, off)
         self._leaders = tuple(b for b, m in zip(self._bufs, self._mux, strict=True) if m)
+        self._plain = tuple(b for b, m in zip(self._bufs, self._mux, strict=True) if not m)
         self._check_plain_capacities()
         self._clear_plans()
 
@@ -142,8 +146,14 @@ class Traces:
         return min(caps) if caps else math.inf
 
     def __len__(self) -> int:
-        n = min((len(b) - m for b, m in zip(self._bufs, self._mux, strict=True)), default=0)
-        return max(0, n)
+        # The fewest rows of any column (a multiplexed one's frames less one), read in C.
+        plain, leaders = self._plain, self._leaders
+        if leaders:
+            n = min(map(_FRAMES, leaders)) - 1
+            if plain:
+                n = min(n, min(map(_FRAMES, plain)))
+            return n if n > 0 else 0
+        return min(map(_FRAMES, plain)) if plain else 0
 
     def __add__(self, other):
         if not isinstance(other, Traces):

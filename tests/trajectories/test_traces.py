@@ -1,7 +1,9 @@
 import numpy as np
 import pytest
 
+from trajectories import CircularArraySARTSTraces
 from trajectories.buffers import CircularArrayBuffer, ElasticArrayBuffer
+from trajectories.nested import NestedBuffer
 from trajectories.trace import Trace
 from trajectories.traces import MultiplexTraces, Traces
 
@@ -219,3 +221,51 @@ def test_any_multiplex_overflow_drops_the_oldest_row_of_every_column():
     t.append(state=[3, 4], action=[13, 14], reward=[3.0, 4.0], terminal=[False, False])
     assert [len(b) for b in t._bufs] == [2, 2, 1, 1]
     assert sartsa_rows(t) == [(3, 13, 4.0, 4, 14)]
+
+
+def general_length(traces) -> int:
+    """The rows of ``traces`` by definition: the fewest of any column, a multiplexed column's
+    frames less one (its last state waits for its step)."""
+    return max(0, min((len(buffer) - mux for buffer, mux
+                       in zip(traces._bufs, traces._mux, strict=True)), default=0))
+
+
+def test_the_length_is_the_general_fewest_rows_through_pushes_pops_and_ring_wrap():
+    nested = {"frame": (np.uint8, (2,)), "position": (np.float32, (1,))}
+    layouts = [
+        lambda: Traces(a=CircularArrayBuffer(3), b=[]),
+        lambda: MultiplexTraces("s", "s2", CircularArrayBuffer(4)) + Traces(
+            a=CircularArrayBuffer(3), r=ElasticArrayBuffer((), np.float32)),
+        lambda: MultiplexTraces("s", "s2", CircularArrayBuffer(5))
+        + MultiplexTraces("x", "x2", CircularArrayBuffer(5)) + Traces(a=CircularArrayBuffer(4)),
+        lambda: CircularArraySARTSTraces(capacity=3, state=nested),
+        lambda: Traces(),
+    ]
+    rng = np.random.default_rng(0)
+    for make in layouts:
+        traces = make()
+        assert len(traces) == general_length(traces) == 0
+        names = traces.keys()
+        for _ in range(300):  # partial and full pushes, pops from both ends, clears
+            op = rng.integers(8)
+            if names and op < 5:
+                keys = [k for k in names if rng.random() < 0.7] or list(names)
+                row = {}
+                for key in keys:
+                    buffer = traces._where[key][1]
+                    if isinstance(buffer, NestedBuffer):
+                        row[key] = {"frame": np.zeros(2, np.uint8),
+                                    "position": np.zeros(1, np.float32)}
+                    else:
+                        row[key] = float(rng.integers(9))
+                try:
+                    traces.push(**row)
+                except (ValueError, KeyError):
+                    pass  # a push the layout refuses changes nothing
+            elif op == 5 and len(traces):
+                traces.pop()
+            elif op == 6 and len(traces):
+                traces.popleft()
+            elif op == 7 and rng.random() < 0.1:
+                traces.clear()
+            assert len(traces) == general_length(traces), traces

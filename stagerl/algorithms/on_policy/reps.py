@@ -53,7 +53,7 @@ from stagerl.algorithms.on_policy.vpg import ended_episodes, episodes_trajectory
 from stagerl.policies.agent import Agent
 
 __all__ = ["REPSConfig", "REPSPolicy", "reps_dual", "minimise_dual", "context_features",
-           "reps_weights", "make_reps_agent"]
+           "reps_weights", "make_reps_agent", "dual_gradient_and_hessian"]
 
 
 @dataclass
@@ -114,10 +114,31 @@ def reps_dual(eta: torch.Tensor, v: torch.Tensor, returns: torch.Tensor,
     return dual
 
 
+def dual_gradient_and_hessian(dual_of: Any, x: torch.Tensor) -> tuple:
+    """``dual_of``'s gradient and Hessian at ``x`` by autograd: one evaluation and one backward
+    that keeps its graph, then one backward of the gradient per row. That is the arithmetic of
+    ``torch.autograd.functional.hessian`` bit for bit, without its second evaluation and
+    backward for the gradient alone (a Newton step needs both).
+
+    Example:
+        >>> g, h = dual_gradient_and_hessian(lambda x: (x ** 3).sum(),
+        ...                                  torch.tensor([1.0, 2.0], dtype=torch.float64))
+        >>> g.tolist(), h.tolist()
+        ([3.0, 12.0], [[6.0, 0.0], [0.0, 12.0]])
+    """
+    point = x.detach().clone().requires_grad_(True)
+    gradient = torch.autograd.grad(dual_of(point), point, create_graph=True)[0]
+    rows = torch.eye(len(x), dtype=x.dtype)
+    hessian = torch.stack([torch.autograd.grad(gradient, point, row, retain_graph=True)[0]
+                           for row in rows])
+    return gradient.detach(), hessian
+
+
 def minimise_dual(returns: np.ndarray, features: np.ndarray, epsilon: float, l2_reg: float,
                   eta: float, v: np.ndarray, max_iter: int) -> tuple:
     """Minimise :func:`reps_dual` over ``(eta > 0, v)`` from ``(eta, v)`` by damped Newton
-    steps (the dual is smooth and convex; its gradient and Hessian by autograd, float64),
+    steps (the dual is smooth and convex; its gradient and Hessian by autograd, float64:
+    :func:`dual_gradient_and_hessian`),
     each step halved until it decreases the dual and keeps ``eta`` positive. Returns
     ``(eta, v, dual)``."""
     r = torch.as_tensor(returns, dtype=torch.float64)
@@ -129,9 +150,7 @@ def minimise_dual(returns: np.ndarray, features: np.ndarray, epsilon: float, l2_
     x = torch.as_tensor(np.concatenate([[eta], v]), dtype=torch.float64)
     value = float(dual_of(x))
     for _ in range(max_iter):
-        point = x.clone().requires_grad_(True)
-        gradient = torch.autograd.grad(dual_of(point), point)[0]
-        hessian = torch.autograd.functional.hessian(dual_of, x)
+        gradient, hessian = dual_gradient_and_hessian(dual_of, x)
         damping = 1e-12 * (float(hessian.diagonal().abs().max()) or 1.0)
         while True:  # the least damping that makes the Newton system positive definite
             factor, info = torch.linalg.cholesky_ex(

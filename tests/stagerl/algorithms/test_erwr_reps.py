@@ -14,10 +14,12 @@ from scripted_envs import scripted_vector_env
 import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms import ERWRConfig, REPSConfig, make_erwr_agent, make_reps_agent
+from stagerl.algorithms.on_policy import reps
 from stagerl.algorithms.on_policy.baselines import linear_features
 from stagerl.algorithms.on_policy.erwr import LBFGS, erwr_weights, lbfgs_minimise
 from stagerl.algorithms.on_policy.reps import (
     context_features,
+    dual_gradient_and_hessian,
     minimise_dual,
     reps_dual,
     reps_weights,
@@ -105,6 +107,51 @@ def test_the_reps_dual_by_hand_and_its_gradient_against_finite_differences():
         numeric = [(dual(np.add(point, h * e)) - dual(np.subtract(point, h * e))) / (2 * h)
                    for e in np.identity(3)]
         assert gradient.tolist() == pytest.approx(numeric, rel=1e-5, abs=1e-6)
+
+
+def autograd_gradient_and_hessian(dual_of, x):
+    """The general path: autograd's gradient, then ``torch.autograd.functional.hessian``."""
+    point = x.clone().requires_grad_(True)
+    return (torch.autograd.grad(dual_of(point), point)[0],
+            torch.autograd.functional.hessian(dual_of, x))
+
+
+def cartpole_like_duals():
+    """Duals of CartPole's size and shape: returns to go of episodes of 10..500 steps and the
+    centred context features of random states at their time steps."""
+    rng = np.random.default_rng(3)
+    for episodes in (3, 16):
+        lengths = rng.integers(10, 500, size=episodes)
+        returns = np.concatenate([(1 - 0.99 ** np.arange(n, 0, -1)) / 0.01 for n in lengths])
+        steps = np.concatenate([np.arange(n) for n in lengths])
+        features = context_features(rng.normal(size=(len(steps), 4)), steps)
+        yield returns, features
+
+
+def test_the_duals_derivatives_are_autograds_hessian_bit_for_bit():
+    for returns, features in cartpole_like_duals():
+        r, f = torch.tensor(returns, **F64), torch.tensor(features, **F64)
+        for l2 in (0.0, 0.01):
+            def dual_of(x, l2=l2, r=r, f=f):
+                return reps_dual(x[0], x[1:], r, f, 0.5, l2)
+            for eta in (0.05, 1.0, 15.0):
+                x = torch.tensor([eta, *np.linspace(-2, 2, features.shape[1])], **F64)
+                gradient, hessian = dual_gradient_and_hessian(dual_of, x)
+                general = autograd_gradient_and_hessian(dual_of, x)
+                assert torch.equal(gradient, general[0]) and torch.equal(hessian, general[1])
+                assert not gradient.requires_grad and not hessian.requires_grad
+
+
+def test_the_duals_minimisation_is_the_one_with_autograds_hessian_bit_for_bit(monkeypatch):
+    problems = [(returns, features, 0.5, l2, 15.0, np.zeros(features.shape[1]), 50)
+                for returns, features in cartpole_like_duals() for l2 in (0.0, 0.01)]
+    fast = [minimise_dual(*problem) for problem in problems]
+    monkeypatch.setattr(reps, "dual_gradient_and_hessian", autograd_gradient_and_hessian)
+    general = [minimise_dual(*problem) for problem in problems]
+    for (eta, v, dual), (eta_general, v_general, dual_general) in zip(fast, general,
+                                                                       strict=True):
+        assert eta == eta_general and dual == dual_general
+        assert np.array_equal(v, v_general)
 
 
 def test_the_duals_minimum_holds_the_kl_bound_and_the_feature_averages():
