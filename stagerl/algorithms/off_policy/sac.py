@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from stagerl.algorithms._checks import settings_name
+from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.off_policy.base import ContinuousPolicy, ReplayConfig, make_continuous_agent
 from stagerl.algorithms.off_policy.networks import Critics, InplaceReLU, frozen, polyak_update
 from stagerl.algorithms.off_policy.replay import learn_from_replay
@@ -279,7 +280,7 @@ def sac_update(policy: SACPolicy, batch: dict[str, torch.Tensor]) -> None:
 
     policy.optimiser.zero_grad(set_to_none=True)
     loss.backward()  # each term reaches only its own parameters
-    policy.optimiser.step()
+    adam_step(policy.optimiser)  # optimiser.step(), its fused kernel called directly
     polyak_update(policy.critic_target, policy.critic, policy.config.tau)
     policy.n_updates += 1
 

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from stagerl.algorithms._checks import check_ints, check_numbers
+from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.off_policy.base import ContinuousPolicy, ReplayConfig, make_continuous_agent
 from stagerl.algorithms.off_policy.networks import Critics, InplaceReLU, frozen, polyak_update
 from stagerl.algorithms.off_policy.replay import learn_from_replay
@@ -223,7 +224,7 @@ def td3_update(policy: TD3Policy, batch: dict[str, torch.Tensor]) -> None:
 
     policy.optimiser.zero_grad(set_to_none=True)
     loss.backward()  # each term reaches only its own parameters
-    policy.optimiser.step()  # the actor's parameters without a gradient are left alone
+    adam_step(policy.optimiser)  # the actor's parameters without a gradient are left alone
     if delayed:
         polyak_update(policy.critic_target, policy.critic, config.tau)
         polyak_update(policy.actor_target, policy.actor, config.tau)

@@ -25,6 +25,7 @@ import gymnasium
 import numpy as np
 import torch
 
+from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.extractors import convolution_layout, input_dtypes
 from stagerl.algorithms.on_policy.baselines import Baseline, ValueNetworkBaseline
 from stagerl.algorithms.on_policy.config import ACTIVATIONS, OnPolicyConfig, build_model_for
@@ -224,7 +225,7 @@ class OnPolicy(Policy):
         loss.backward()
         if self.max_grad_norm is not None and self.max_grad_norm < math.inf:  # inf: never clip
             clip_grad_norm(params, self.max_grad_norm)
-        optimiser.step()
+        adam_step(optimiser)  # optimiser.step(), its fused kernel called directly
 
     def select(self, rollout: dict) -> np.ndarray:
         """The ``(T, n_lanes)`` mask of the rollout rows to learn from (default: all)."""
