@@ -41,7 +41,9 @@ def clip_grad_norm(parameters: list, max_norm: float) -> torch.Tensor:
     per-call checks and grouping (parameters on one device, of one dtype; their gradients
     scaled by ``min(1, max_norm / (total norm + 1e-6))``), the same float operations in the
     same order: the same gradients, bit for bit, in about half the time on a small network.
-    Returns the total norm.
+    On the CPU a scale of exactly 1 (the norm within ``max_norm``) multiplies nothing: ``x *
+    1.0`` is ``x`` (on a GPU reading the scale would wait for the device). Returns the total
+    norm.
 
     Example:
         >>> weight = torch.nn.Parameter(torch.zeros(2))
@@ -55,5 +57,7 @@ def clip_grad_norm(parameters: list, max_norm: float) -> torch.Tensor:
         return torch.tensor(0.0)
     with torch.no_grad():
         total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
-        torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
+        scale = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+        if scale.device.type != "cpu" or scale.item() != 1.0:
+            torch._foreach_mul_(grads, scale)
     return total

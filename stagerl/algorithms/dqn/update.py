@@ -23,6 +23,7 @@ from stagerl.core.dispatch import DEFAULT_PRECEDENCE, optimise
 from stagerl.core.stages import PostActStage
 from stagerl.logging.scalars import is_logging_scalars, log_scalar
 from stagerl.policies.training_steps import learn_on_batch, update_target
+from stagerl.utils.networks import clip_grad_norm
 from trajectories.nested import tree_map
 
 __all__ = ["learn_burst", "td_target", "dqn_update", "clip_grad_norm", "project_distribution"]
@@ -167,17 +168,6 @@ def dqn_update(policy: DQNPolicy, batch: dict, target: torch.Tensor | None = Non
     if weight is None:
         return None
     return (losses if policy.network.distributional else q - target).detach().abs()
-
-
-def clip_grad_norm(parameters: list, max_norm: float) -> None:
-    """``torch.nn.utils.clip_grad_norm_`` in its foreach form, without its per-call checks:
-    scale every gradient by ``min(1, max_norm / (total norm + 1e-6))``. On the CPU a scale of
-    exactly 1 (the norm within ``max_norm``) multiplies nothing: ``x * 1.0`` is ``x``."""
-    grads = [p.grad for p in parameters if p.grad is not None]
-    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    scale = (max_norm / (total + 1e-6)).clamp_(max=1.0)
-    if scale.device.type != "cpu" or scale.item() != 1.0:  # reading it would wait for a GPU
-        torch._foreach_mul_(grads, scale)
 
 
 def project_distribution(next_probs: torch.Tensor, reward: torch.Tensor,
