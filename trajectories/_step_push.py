@@ -43,7 +43,25 @@ __all__ = ["compile_step_push"]
 # The steps of `EpisodeMeta.append(step + 1, back, evict)` for a bounded ring (its ``n + 1 ==
 # P`` branch is the unbounded ring's growth, never taken here), ``back`` chosen as
 # `EpisodesBuffer`'s step function chooses it.
-_META_APPEND = """\
+# `EpisodeMeta.append`'s advance of a bounded ring by one entry whose step count is {STEP}:
+# the oldest entry evicted when the ring is full (or ``evict`` says so), else one entry more.
+# Needs ``m``, ``n``, ``P``, ``samp`` and ``evict`` bound.
+_ADVANCE = """\
+    if n and (evict or n == CAP):
+        s0 = m.start
+        if samp[s0]:
+            samp[s0] = False
+            m.n_samp -= 1
+        m.start = 0 if s0 + 1 == P else s0 + 1
+    else:
+        m.n = n + 1
+    t = m.tail
+    m.steps[t] = {STEP}
+    m.tail = 0 if t + 1 == P else t + 1
+    m.step = {STEP}
+"""
+
+_META_APPEND = ("""\
     m = C._meta
     s = m.step
     back = BL if s >= 2 else BE
@@ -55,25 +73,14 @@ _META_APPEND = """\
         if not samp[p]:
             samp[p] = True
             m.n_samp += 1
-    if n and (evict or n == CAP):
-        s0 = m.start
-        if samp[s0]:
-            samp[s0] = False
-            m.n_samp -= 1
-        m.start = 0 if s0 + 1 == P else s0 + 1
-    else:
-        m.n = n + 1
-    t = m.tail
-    m.steps[t] = s + 1
-    m.tail = 0 if t + 1 == P else t + 1
-    m.step = s + 1
+""" + _ADVANCE.replace("{STEP}", "s + 1") + """\
     C._phase = STEPPING
     c = traj.controller
     if type(c) is ISRC and "on_insert" not in c.__dict__:
         c.n_inserted += 1
     else:
         c.on_insert(1, {KEYS})
-""".splitlines()
+""").splitlines()
 
 
 def compile_step_push(trajectory, keys: tuple, general):
@@ -121,24 +128,13 @@ def compile_step_push(trajectory, keys: tuple, general):
 
 # `EpisodeMeta.append(1, 0, evict)` for a bounded ring (nothing to mark: ``back`` is 0), after
 # `EpisodesBuffer._finish_episode`, as `EpisodesBuffer._start_episode` does them.
-_META_START = """\
+_META_START = ("""\
     C._finish_episode()
     m = M
-    n, P = m.n, m.P
-    if n and (evict or n == CAP):
-        samp, s0 = m.samp, m.start
-        if samp[s0]:
-            samp[s0] = False
-            m.n_samp -= 1
-        m.start = 0 if s0 + 1 == P else s0 + 1
-    else:
-        m.n = n + 1
-    t = m.tail
-    m.steps[t] = 1
-    m.tail = 0 if t + 1 == P else t + 1
-    m.step = 1
+    samp, P, n = m.samp, m.P, m.n
+""" + _ADVANCE.replace("{STEP}", "1") + """\
     C._phase = STARTED
-""".splitlines()
+""").splitlines()
 
 
 def _compile_first_state_push(trajectory, keys: tuple, general):
