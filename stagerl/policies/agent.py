@@ -177,34 +177,28 @@ def _row_pusher(trajectory: Any, keys: tuple | None = None) -> Any:
     return lambda step: push(**step)
 
 
-def _first_plain_step(agent: Agent, *values: Any) -> None:
-    # The function kept for the next steps: the trajectory's own for these values (one
-    # generated function for the common step), or its dict push.
+def _values_pusher(agent: Agent, keys: tuple) -> Any:
+    """``push(*values)`` of steps of exactly ``keys``: the trajectory's own function for them
+    (one generated function for the common case), or its dict push."""
     trajectory = agent._trajectory
-    push_values = getattr(trajectory, "push_values_function", None)
-    if callable(push_values) and isinstance(trajectory, Trajectory):
-        push = push_values(_PLAIN_STEP)
-    else:
-        push_row = _row_pusher(trajectory, _PLAIN_STEP)
+    if isinstance(trajectory, Trajectory):
+        return trajectory.push_values_function(keys)
+    push_row = _row_pusher(trajectory, keys)
+    return lambda *values: push_row(dict(zip(keys, values, strict=True)))
 
-        def push(*values):
-            push_row(dict(zip(_PLAIN_STEP, values, strict=True)))
-    agent._push_values = push
+
+def _first_plain_step(agent: Agent, *values: Any) -> None:
+    # Found at the first step, after the episode's first state: a trajectory learns its lanes
+    # at its first push. Kept for the next steps.
+    push = agent._push_values = _values_pusher(agent, _PLAIN_STEP)
     push(*values)
 
 
 def _first_state(agent: Agent, state: Any) -> None:
     # The first episode's state goes through the dict push (a trajectory learns its lanes at
-    # its first push); the function kept for the next ones is the trajectory's own for the
-    # name (one generated function for the common case), or the dict push.
+    # its first push); the function for the name is kept for the next ones.
     agent._push_row({"state": state})
-    trajectory = agent._trajectory
-    push_values = getattr(trajectory, "push_values_function", None)
-    if callable(push_values) and isinstance(trajectory, Trajectory):
-        agent._push_first_state = push_values(("state",))
-    else:
-        push_row = agent._push_row
-        agent._push_first_state = lambda state: push_row({"state": state})
+    agent._push_first_state = _values_pusher(agent, ("state",))
 
 
 def _trace_names(trajectory: Any) -> tuple[str, ...]:
