@@ -227,6 +227,7 @@ COMMANDS = {
     "python benchmarks/algorithms.py --only dqn": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only dqn:rl-zoo --seeds 0 1 2 3 4 5 6 7 8 9":
         Skip(LONG_BENCHMARK, scripts_exist),
+    "python benchmarks/algorithms.py --only dqn:rl-zoo": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only on_policy": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/algorithms.py --only source_algorithms": Skip(LONG_BENCHMARK,
                                                                   scripts_exist),
