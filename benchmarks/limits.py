@@ -43,6 +43,7 @@ either, but not below two rollouts of an on-policy run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import os
 import platform
@@ -122,10 +123,10 @@ class Row:
 # ---- the run -----------------------------------------------------------------------------------
 
 
-def prepared_run(name: str, overrides: dict, seed: int):
+def prepared_run(name: str, overrides: dict, seed: int, device: str = "cpu"):
     """The experiment's env and agent, built as ``stagerl run`` builds them (no log directory,
-    no progress: no logging hooks)."""
-    return prepare(name, seed=seed, device="cpu", progress=False, overrides=dict(overrides),
+    no progress: no logging hooks), its networks on ``device``."""
+    return prepare(name, seed=seed, device=device, progress=False, overrides=dict(overrides),
                    checkpoint_every=None)
 
 
@@ -185,11 +186,14 @@ def state_dim_of(env) -> int:
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
-def measure(name: str, overrides: dict, repeats: int, seed: int, clock: str = "cpu") -> Row:
+def measure(name: str, overrides: dict, repeats: int, seed: int, clock: str = "cpu",
+            device: str = "cpu") -> Row:
     """The experiment's floor parts and run, interleaved, ``repeats`` times, timed by ``clock``
-    (:data:`CLOCKS`); then its profile."""
+    (:data:`CLOCKS`); then its profile. On an accelerator (``device``) the run's networks and
+    the floor's live there, and every part waits for the device's work before its clock stops."""
     now = CLOCKS[clock]
-    counted = prepared_run(name, overrides, seed)
+    accelerator = torch.device(device).type != "cpu"
+    counted = prepared_run(name, overrides, seed, device)
     env, policy = counted.env, getattr(counted.agent, "policy", counted.agent)
     more = more_floors(counted)  # pixels, games, memory, REPS (before the run: it counts)
     state_dim = 0 if more else state_dim_of(env)  # NoFloor for what the floor cannot build
@@ -201,7 +205,7 @@ def measure(name: str, overrides: dict, repeats: int, seed: int, clock: str = "c
         "act": lambda: act_floor(policy, round(greedy_acts(policy, acts, num_envs)), num_envs,
                                  state_dim, seed),
         "learn": lambda: learn_floor(policy, state_dim, acts, seed),
-        "run": lambda: run_loop(prepared_run(name, overrides, seed)),
+        "run": lambda: run_loop(prepared_run(name, overrides, seed, device)),
     }
     if more:  # limits_floors_more's parts in place of the MLP floor's
         parts.update(more.parts(acts, num_envs, seed))
@@ -210,7 +214,11 @@ def measure(name: str, overrides: dict, repeats: int, seed: int, clock: str = "c
     threads = getattr(counted.config, "torch_threads", 1)
     for _ in range(repeats):
         for part, build in parts.items():
-            go = build()  # built outside the clock
+            # The floor's random data is made on the run's device (the run places its own). Only
+            # while it is built: a default device costs every torch call a Python hook.
+            with contextlib.nullcontext() if part == "run" or not accelerator \
+                    else torch.device(device):
+                go = build()  # built outside the clock
             if go is None:
                 note = "no learning floor for this policy"
                 times[part].append(0.0)
@@ -218,10 +226,12 @@ def measure(name: str, overrides: dict, repeats: int, seed: int, clock: str = "c
             with torch_threads(threads, "cpu"):  # the floor at the run's threads
                 start = now()
                 go()
+                if accelerator:
+                    torch.accelerator.synchronize()
                 times[part].append(now() - start)
     median = {part: statistics.median(values) for part, values in times.items()}
     return Row(name, counted.steps, median["env"], median["act"], median["learn"], median["run"],
-               profile_shares(run_loop(prepared_run(name, overrides, seed))), note)
+               profile_shares(run_loop(prepared_run(name, overrides, seed, device))), note)
 
 
 def profile_shares(go: Callable[[], None]) -> dict[str, float]:
@@ -307,8 +317,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="at most this many env steps in any run (after --steps/--scale)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--clock", choices=tuple(CLOCKS), default="cpu",
-                        help="time CPU seconds of this process (default) or wall-clock seconds")
+    parser.add_argument("--clock", choices=tuple(CLOCKS),
+                        help="time CPU seconds of this process (the default on the CPU) or "
+                             "wall-clock seconds (the default, and the only clock, on cuda)")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="where the networks of the runs and floors live (default cpu)")
     parser.add_argument("--write", action="store_true", help="write docs/performance.md too")
     args = parser.parse_args(argv)
     chosen = args.only or names()
@@ -321,6 +334,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--max-steps must be a positive int, got {args.max_steps}")
     if not 0 < args.scale <= 1:
         parser.error(f"--scale must be in (0, 1], got {args.scale}")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: this machine's torch sees no CUDA device; use --device cpu")
+    if args.device == "cuda" and args.clock == "cpu":
+        parser.error("--clock cpu misses the GPU's work on --device cuda; use --clock wall")
+    args.clock = args.clock or ("cpu" if args.device == "cpu" else "wall")
     if args.repeats < 1 or args.seed < 0:
         parser.error(f"--repeats must be >= 1 and --seed >= 0, got {args.repeats}, {args.seed}")
     where = machine()
@@ -328,8 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in chosen:
         try:
             rows.append(measure(name, overrides_for(name, args.steps, args.scale, args.max_steps),
-                                args.repeats,
-                                args.seed, args.clock))
+                                args.repeats, args.seed, args.clock, args.device))
         except NoFloor as why:
             left_out.append(f"{name} ({why})")
     lines = table(rows, args.repeats)
@@ -337,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", "No floor measured (the floor's parts are written for MLPs on flat "
                   "observations): " + "; ".join(left_out) + "."]
     seconds = "CPU seconds of this process" if args.clock == "cpu" else "wall-clock seconds"
-    print(f"stagerl limits: run / floor on the CPU, {seconds}, medians of {args.repeats} "
+    on = "the CPU" if args.device == "cpu" else f"{torch.cuda.get_device_name()} (cuda)"
+    print(f"stagerl limits: run / floor on {on}, {seconds}, medians of {args.repeats} "
           f"repetitions; {where}")
     print("\n".join(lines))
     if args.write:

@@ -75,8 +75,8 @@ def numpy_mlp(net: nn.Sequential) -> Callable[[np.ndarray], np.ndarray]:
     layers = []
     for module in (m for m in net.modules() if not list(m.children())):
         if isinstance(module, nn.Linear):
-            layers.append([np.ascontiguousarray(module.weight.detach().numpy().T),
-                           module.bias.detach().numpy().copy(), None])
+            layers.append([np.ascontiguousarray(module.weight.detach().cpu().numpy().T),
+                           module.bias.detach().cpu().numpy().copy(), None])
         elif isinstance(module, nn.ReLU | nn.Tanh):
             layers[-1][2] = "relu" if isinstance(module, nn.ReLU) else "tanh"
         elif not isinstance(module, nn.Identity | nn.Flatten):
@@ -256,7 +256,8 @@ def replay_floor(policy, state_dim: int, acts: int):
     params = [*actor.parameters(), *critic.parameters()] + (
         [log_alpha] if sac and policy.learns_ent_coef else [])
     optimiser = torch.optim.Adam(params, lr=c.learning_rate, fused=True)
-    n, generator = c.batch_size, torch.Generator().manual_seed(0)
+    n = c.batch_size
+    generator = torch.Generator(device=torch.get_default_device()).manual_seed(0)
     dim = policy.action_shape[0]
     state, next_state = torch.randn(n, state_dim), torch.randn(n, state_dim)
     action, reward = torch.rand(n, dim) * 2 - 1, torch.randn(n)
@@ -265,7 +266,8 @@ def replay_floor(policy, state_dim: int, acts: int):
 
     def sample(states):
         mean, log_std = actor(states)
-        pre = mean + log_std.exp() * torch.randn(mean.shape, generator=generator)
+        pre = mean + log_std.exp() * torch.randn(mean.shape, generator=generator,
+                                                   device=mean.device)
         log_prob = (-0.5 * ((pre - mean) / log_std.exp()) ** 2 - log_std
                     - 0.5 * math.log(2 * math.pi)).sum(-1)
         return torch.tanh(pre), log_prob - (2 * (math.log(2) - pre - nn.functional.softplus(
@@ -295,7 +297,8 @@ def replay_floor(policy, state_dim: int, acts: int):
         with torch.no_grad():
             next_action = actor_target(next_state)
             if c.target_policy_noise > 0 and c.target_noise_clip > 0:
-                noise = (torch.randn(next_action.shape, generator=generator)
+                noise = (torch.randn(next_action.shape, generator=generator,
+                                     device=next_action.device)
                          * c.target_policy_noise).clamp(-c.target_noise_clip, c.target_noise_clip)
                 next_action = (next_action + noise).clamp(-1.0, 1.0)
             goal = reward + live * critic_target(next_state, next_action).min(0).values

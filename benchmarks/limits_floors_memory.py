@@ -9,7 +9,7 @@ import math
 import numpy as np
 import torch
 from limits_floors import act_floor, greedy_acts
-from limits_floors_more import CPU, Floors, Part, timed
+from limits_floors_more import CPU, Floors, Part, generator_for, timed
 from torch import nn
 from torch.nn import functional as F
 
@@ -87,7 +87,7 @@ def recurrent_ppo_learn(policy: RecurrentPPOPolicy, masks: list, seed: int):
     c, model = policy.config, copy.deepcopy(policy.model)
     if not masks:
         return None
-    generator = torch.Generator().manual_seed(seed)
+    generator = generator_for(seed)
     most, longest = max(len(m) for m in masks), max(m.shape[1] for m in masks)
     x = torch.randn(most, longest, model.n_inputs, generator=generator)
     h0 = 0.1 * torch.randn(most, *model.recurrent_state_shape, generator=generator)
@@ -159,7 +159,7 @@ def drqn_learn(policy: DRQNPolicy, seed: int):
     c, online = policy.config, copy.deepcopy(policy.network)
     target = copy.deepcopy(policy.target)
     steps, b, size = policy.n_updates, c.burn_in, c.batch_size
-    generator = torch.Generator().manual_seed(seed)
+    generator = generator_for(seed)
     x = torch.randn(size, c.sequence_length + 1, online.n_inputs, generator=generator)
     h0 = 0.1 * torch.randn(size, *online.recurrent_state_shape, generator=generator)
     action = torch.randint(online.n_actions, (size, c.sequence_length - b, 1),
@@ -344,7 +344,7 @@ def reps_learn(policy: REPSPolicy, duals: list, evaluations: list, seed: int):
     if not duals:
         return None
     actor = model.flat_parameters()[0]
-    generator = torch.Generator().manual_seed(seed)
+    generator = generator_for(seed)
     most = max(len(r) for r, *_ in duals)
     state = torch.randn(most, model.n_inputs, generator=generator)
     action = torch.randint(model.actor[-1].out_features, (most,), generator=generator) \

@@ -78,6 +78,12 @@ class Floors:
         raise NotImplementedError
 
 
+def generator_for(seed: int) -> torch.Generator:
+    """A seeded generator on the default device: the floor's random data is made where its
+    networks are (``torch.device(...)`` as a context sets that device)."""
+    return torch.Generator(device=torch.get_default_device()).manual_seed(seed)
+
+
 def timed(go: Callable[[], None], **work: int) -> Callable[[], None]:
     """``go`` with the work it does (``go.work``), which the tests hold against the run's."""
     go.work = work  # type: ignore[attr-defined]
@@ -96,7 +102,7 @@ def random_frames(rows: int, cnn: NatureCNN, generator: torch.Generator) -> torc
     """``rows`` random ``uint8`` stacks of the CNN's input shape, channels last."""
     channels = cnn.cnn[0].in_channels
     frames = torch.randint(0, 256, (rows, channels, *cnn.frame), dtype=torch.uint8,
-                           generator=generator)
+                           generator=generator, device=generator.device)
     return frames.contiguous(memory_format=torch.channels_last)
 
 
@@ -118,9 +124,12 @@ def dqn_pixel_act(policy: DQNPolicy, acts: int, forwards: int, batch: int, seed:
     """Every act shifts the frame stacks by a new frame; ``forwards`` of them take the
     network's greedy action."""
     net, cnn = copy.deepcopy(policy.network), cnn_of(policy)
-    generator = torch.Generator().manual_seed(seed)
-    stack = random_frames(batch, cnn, generator).contiguous().numpy()
+    # The frames stack up on the host, as the env hands them over; each greedy act sends the
+    # stack to the network's device.
+    host = torch.Generator(device="cpu").manual_seed(seed)
+    stack = random_frames(batch, cnn, host).contiguous().numpy()
     frame = stack[:, 0].copy()
+    device = next(net.parameters()).device
 
     def go() -> None:
         with torch.inference_mode():
@@ -128,7 +137,7 @@ def dqn_pixel_act(policy: DQNPolicy, acts: int, forwards: int, batch: int, seed:
                 stack[:, :-1] = stack[:, 1:]
                 stack[:, -1] = frame
                 if i < forwards:
-                    net.q_values(torch.from_numpy(stack)).argmax(1).numpy()
+                    net.q_values(torch.from_numpy(stack).to(device)).argmax(1).cpu().numpy()
     return timed(go, acts=acts, forwards=forwards, batch=batch)
 
 
@@ -144,7 +153,7 @@ def dqn_pixel_learn(policy: DQNPolicy, seed: int):
     per_burst = c.train_freq if c.gradient_steps == -1 else c.gradient_steps
     bursts, size = steps // per_burst, c.batch_size
     rows = per_burst * size
-    generator = torch.Generator().manual_seed(seed)
+    generator = generator_for(seed)
     state = random_frames(rows, cnn_of(policy), generator)
     next_state = random_frames(rows, cnn_of(policy), generator)
     action = torch.randint(net.n_actions, (rows, 1), generator=generator)
@@ -187,11 +196,14 @@ def dqn_pixel_learn(policy: DQNPolicy, seed: int):
 def ppo_pixel_act(policy: PPOPolicy, acts: int, batch: int, seed: int):
     """One pass of the shared CNN and both heads per act, and the categorical draw."""
     model, rng = copy.deepcopy(policy.model), np.random.default_rng(seed)
-    states = random_frames(batch, cnn_of(policy), torch.Generator().manual_seed(seed))
+    # The frames are the env's, on the host: each act sends them to the network's device.
+    host = torch.Generator(device="cpu").manual_seed(seed)
+    states = random_frames(batch, cnn_of(policy), host)
+    device = next(model.parameters()).device
 
     def go() -> None:
         for _ in range(acts):
-            out, _, _ = model.act_outputs(states)
+            out, _, _ = model.act_outputs(states.to(device))
             p = np.exp(out - out.max(axis=1, keepdims=True))
             cdf = np.cumsum(p, axis=1)
             (cdf < rng.random((batch, 1)) * cdf[:, -1:]).sum(axis=1)
@@ -204,7 +216,7 @@ def ppo_pixel_learn(policy: PPOPolicy, seed: int):
     c, model = policy.config, copy.deepcopy(policy.model)
     rollouts = policy.n_updates
     n = max(1, round(policy.env_steps / rollouts)) if rollouts else 1
-    generator = torch.Generator().manual_seed(seed)
+    generator = generator_for(seed)
     state = random_frames(n, cnn_of(policy), generator)
     action = torch.randint(model.actor[-1].out_features, (n,), generator=generator)
     advantage, ret = torch.randn(n, generator=generator), torch.randn(n, generator=generator)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -88,12 +89,21 @@ def test_max_steps_caps_a_run_after_its_scale_and_scales_its_warm_up_alike(limit
 @pytest.mark.parametrize("argv", [["--only", "no-such"], ["--steps", "0"], ["--scale", "0"],
                                   ["--scale", "nan"], ["--scale", "1.5"], ["--repeats", "0"],
                                   ["--clock", "gpu"], ["--max-steps", "0"],
-                                  ["--max-steps", "-5"]])
+                                  ["--max-steps", "-5"], ["--device", "tpu"],
+                                  ["--device", "cuda", "--clock", "cpu"]])
 def test_bad_options_exit_2_with_one_line(limits, argv, capsys):
     with pytest.raises(SystemExit) as stopped:
         limits.main(argv)
     assert stopped.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("usage") is False
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_cuda_on_a_machine_without_it_is_refused_by_name_before_anything_runs(limits, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        limits.main(["--device", "cuda", "--only", "dqn-cartpole"])
+    assert stopped.value.code == 2
+    assert "--device cpu" in capsys.readouterr().err
 
 
 def test_an_env_the_floor_cannot_build_is_left_out_by_name_not_measured(limits):
@@ -136,6 +146,42 @@ def test_the_learning_floor_takes_the_runs_gradient_steps_on_every_parameter(lim
     floor()
     floor()  # the counts were read when it was built: a second pass takes as many steps
     assert max(ran) > 0 and steps_of(floor.optimiser) == [2 * n for n in ran]
+
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@CUDA
+@pytest.mark.parametrize("name, overrides", [
+    ("sac-pendulum", {"steps": 40, "learning_starts": 10}),
+    ("dqn-cartpole", {"steps": 300, "learning_starts": 6, "gradient_steps": 4}),
+    ("ppo-cartpole", {"steps": 512}),
+])
+def test_on_cuda_the_learning_floor_takes_the_runs_steps_on_the_device(limits, name, overrides):
+    from limits_floors import learn_floor
+
+    prepared = limits.prepared_run(name, overrides, 0, "cuda")
+    limits.run_loop(prepared)()
+    policy = prepared.agent.policy
+    with torch.device("cuda"):  # as measure() builds a floor part
+        floor = learn_floor(policy, limits.state_dim_of(prepared.env), 0, 0)
+    floor()
+    torch.cuda.synchronize()
+    if name == "ppo-cartpole":  # its floor keeps no optimiser handle: the run's must be there
+        assert policy.n_updates > 0 and next(policy.model.parameters()).is_cuda
+        return
+    ran = steps_of(policy.q.optimiser if hasattr(policy, "q") else policy.optimiser)
+    assert all(p.is_cuda for group in floor.optimiser.param_groups for p in group["params"])
+    assert max(ran) > 0 and steps_of(floor.optimiser) == ran
+
+
+@CUDA
+def test_on_cuda_the_table_names_the_device_and_measures_every_part(limits, capsys):
+    assert limits.main(["--device", "cuda", "--only", "dqn-cartpole", "ppo-cartpole",
+                        "--steps", "600", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "(cuda)" in out and "wall-clock seconds" in out
+    assert out.count("| dqn-cartpole |") == 1 and out.count("| ppo-cartpole |") == 1
 
 
 def test_the_cpu_clock_counts_this_process_work_not_its_waits(limits):
