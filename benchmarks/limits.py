@@ -1,8 +1,8 @@
 """How close each named experiment runs to its floor: the env steps plus the network arithmetic
 its hyper-parameters demand, each done the cheapest way a hand-written loop could.
 
-For every named experiment, on the CPU, in one process, the parts take turns in every
-repetition (medians of repetitions are printed):
+For every named experiment, on the CPU (``--device cuda``: the networks on the GPU), in one
+process, the parts take turns in every repetition (medians of repetitions are printed):
 
 * floor, env:   the raw env loop (gymnasium's, or the env's own ``act``/``reset``) with the
                 run's number of acts and actions drawn before the clock starts;
@@ -24,6 +24,8 @@ at the run's one thread and the envs step in this process, so they are the secon
 a machine shared with other jobs, wall-clock seconds also count the time this process waited for
 a core, which lands on whichever part ran then and moves a ratio by half either way.
 ``--clock wall`` times wall-clock seconds (for an idle machine, or an env in other processes).
+On ``--device cuda`` the clock is the wall clock and each part waits for the GPU's work before
+it stops (CPU seconds would miss that work); the floor's random data is made on the GPU.
 
 The counts (acts, gradient steps, rollouts) are read from a first, untimed run of the same seed,
 which makes the same decisions. A last run under ``cProfile`` splits the run's time by module:

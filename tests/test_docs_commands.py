@@ -247,6 +247,9 @@ COMMANDS = {
         Skip(TIMING, limits_names_exist),
     "python benchmarks/limits.py --scale 0.1 --max-steps 4000 --write": Skip(TIMING,
                                                                          limits_names_exist),
+    "python benchmarks/limits.py --device cuda --only dqn-cartpole dqn-atari ppo-atari --scale "
+    "0.1 --max-steps 3000 --repeats 3": Skip("needs a CUDA device and times it",
+                                             limits_names_exist),
     "python benchmarks/multi_agent_learning.py": Skip(GAME_LEARNING, scripts_exist),
     "python benchmarks/recurrent.py": Skip(LONG_BENCHMARK, scripts_exist),
     "python benchmarks/scaling.py": Skip(TIMING, scripts_exist),
