@@ -49,7 +49,8 @@ def lstm_step(x: np.ndarray, h: np.ndarray, c: np.ndarray, weights: tuple) -> tu
     w_ih, w_hh, bias = weights
     gates = x @ w_ih + h @ w_hh + bias
     n = h.shape[-1]
-    i, f = _sigmoid(gates[:, :n]), _sigmoid(gates[:, n:2 * n])
+    input_forget = _sigmoid(gates[:, :2 * n])  # elementwise: one call for both gates
+    i, f = input_forget[:, :n], input_forget[:, n:]
     g, o = np.tanh(gates[:, 2 * n:3 * n]), _sigmoid(gates[:, 3 * n:])
     c = f * c + i * g
     return o * np.tanh(c), c

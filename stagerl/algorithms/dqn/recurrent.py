@@ -212,9 +212,10 @@ def drqn_update(policy: DRQNPolicy, batch: dict) -> None:
         loss = F.smooth_l1_loss(q_taken[real], td_target[real])
     else:
         loss = F.mse_loss(q_taken[real], td_target[real])
-    policy.optimiser.zero_grad(set_to_none=True)
-    loss.backward()
     params = [p for group in policy.optimiser.param_groups for p in group["params"]]
+    for p in params:  # optimiser.zero_grad(set_to_none=True) without its per-call bookkeeping
+        p.grad = None
+    loss.backward()
     if c.max_grad_norm is not None and c.max_grad_norm < math.inf:
         clip_grad_norm(params, c.max_grad_norm)  # torch's clip_grad_norm_, to the bit
     adam_step(policy.optimiser)  # optimiser.step(), its fused kernel called directly

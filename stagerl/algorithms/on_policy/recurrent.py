@@ -129,9 +129,10 @@ class RecurrentPPOPolicy(OnPolicy, RecurrentPolicy):
 
     def gradient_step(self, optimiser: Any, loss: torch.Tensor) -> None:
         """Zero the gradients, backward, clip the gradient norm (if ``max_grad_norm``), step."""
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
         params = [p for group in optimiser.param_groups for p in group["params"]]
+        for p in params:  # optimiser.zero_grad(set_to_none=True) without its bookkeeping
+            p.grad = None
+        loss.backward()
         if self.max_grad_norm is not None and self.max_grad_norm < float("inf"):
             clip_grad_norm(params, self.max_grad_norm)  # torch's clip_grad_norm_, to the bit
         adam_step(optimiser)  # optimiser.step(), its fused kernel called directly

@@ -125,3 +125,20 @@ def test_a_copied_network_acts_with_its_own_weights():
                           _numpy_step(NumpyCopy(clone.modules).current(), x, h, c)[0])
     assert not np.array_equal(_numpy_step(clone.current(), x, h, c)[0],
                               _numpy_step(forms.current(), x, h, c)[0])
+
+
+def test_an_lstm_step_is_torchs_gate_formulas_gate_by_gate_to_the_bit():
+    rng = np.random.default_rng(3)
+    x, h, c = (rng.normal(size=(5, n)).astype(np.float32) for n in (3, 4, 4))
+    weights = (rng.normal(size=(3, 16)).astype(np.float32),
+               rng.normal(size=(4, 16)).astype(np.float32), rng.normal(size=16).astype(np.float32))
+    gates = x @ weights[0] + h @ weights[1] + weights[2]
+
+    def sigmoid(v):
+        return 1.0 / (1.0 + np.exp(-v))
+
+    i, f, g, o = (gates[:, k * 4:(k + 1) * 4] for k in range(4))
+    c_next = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+    h_next = sigmoid(o) * np.tanh(c_next)
+    ours = lstm_step(x, h, c, weights)
+    assert np.array_equal(ours[0], h_next) and np.array_equal(ours[1], c_next)
