@@ -295,9 +295,27 @@ class SequenceSampler:
         rows = np.arange(len(container))
         return bool((container.is_sampleable_at(rows) & self._admissible(container)(rows)).any())
 
+    def _admissible_listed(self, container):
+        """:meth:`_admissible`, listed for every row at its second call: a window starts at one
+        row in ``period``, so the draws by rejection take several rounds (then the rows are
+        listed anyway); each row's answer is its own, so the listed ones are the same."""
+        admissible, listed, calls = self._admissible(container), None, 0
+
+        def accept(idx):
+            nonlocal listed, calls
+            calls += 1
+            if calls == 1:
+                return admissible(idx)
+            if listed is None:
+                listed = admissible(np.arange(len(container)))
+            return listed[idx]
+
+        return accept
+
     def sample(self, container) -> dict:
         names = self._check(container)
-        starts = self._rows.uniform(container, self.batch_size, self._admissible(container))
+        starts = self._rows.uniform(container, self.batch_size,
+                                    self._admissible_listed(container))
         batch = self._gather(container, starts, names)
         return batch if self.device is None else _to_device(batch, self.device)
 

@@ -4,9 +4,12 @@ One step of ``torch.nn.LSTM`` on one observation costs ~100-200 us on a CPU (its
 dispatch), far more than a CartPole step (~7 us); the same step in numpy costs ~10 us. A
 :class:`NumpyCopy` holds numpy copies of the weights of ``torch.nn.Sequential`` MLPs (``Linear``
 layers each followed by at most one ``Tanh`` or ``ReLU``) and single-layer ``LSTM``/``GRU``
-modules (``batch_first``), computes their steps in float32 with torch's gate formulas, and
-copies the weights again whenever a parameter changed (an optimiser step or a load bumps the
-tensor's version counter), so acting never uses stale weights.
+modules (``batch_first``) and computes their steps in float32 with torch's gate formulas. On
+the CPU its weights are numpy views of the parameters' memory, not copies: every in-place change
+(an optimiser step, a load) shows at once, including the fused Adam kernel's, which leaves the
+tensors' version counters as they were. They are taken again when a parameter's memory moves;
+parameters elsewhere (another device or dtype) are copied again whenever a version counter
+changed.
 """
 
 from __future__ import annotations
@@ -17,9 +20,24 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["NumpyCopy", "lstm_step", "gru_step", "mlp_forward"]
+__all__ = ["NumpyCopy", "lstm_step", "gru_step", "mlp_forward", "weights_changed"]
 
 _ACTIVATIONS = {nn.Tanh: np.tanh, nn.ReLU: lambda x: np.maximum(x, 0.0)}
+
+
+def weights_changed(parameters: list) -> None:
+    """Mark ``parameters`` as changed in place (their version counters bumped, no value
+    touched), for a step that does not: the fused Adam kernel. A :class:`NumpyCopy` of weights
+    off the CPU follows the counters; on the CPU its views need no mark.
+
+    Example:
+        >>> weight = torch.nn.Parameter(torch.zeros(2))
+        >>> before = weight._version
+        >>> weights_changed([weight])
+        >>> weight._version - before
+        1
+    """
+    torch.autograd.graph.increment_version(parameters)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -31,7 +49,8 @@ def lstm_step(x: np.ndarray, h: np.ndarray, c: np.ndarray, weights: tuple) -> tu
     w_ih, w_hh, bias = weights
     gates = x @ w_ih + h @ w_hh + bias
     n = h.shape[-1]
-    i, f = _sigmoid(gates[:, :n]), _sigmoid(gates[:, n:2 * n])
+    input_forget = _sigmoid(gates[:, :2 * n])  # elementwise: one call for both gates
+    i, f = input_forget[:, :n], input_forget[:, n:]
     g, o = np.tanh(gates[:, 2 * n:3 * n]), _sigmoid(gates[:, 3 * n:])
     c = f * c + i * g
     return o * np.tanh(c), c
@@ -58,16 +77,23 @@ def mlp_forward(x: np.ndarray, layers: list) -> np.ndarray:
 
 
 def _array(t: torch.Tensor) -> np.ndarray:
-    return t.detach().to("cpu", torch.float32, copy=True).numpy()
+    """A view of a CPU float32 tensor's memory, else a float32 copy on the CPU."""
+    t = t.detach()
+    if t.device.type == "cpu" and t.dtype == torch.float32:
+        return t.numpy()
+    return t.to("cpu", torch.float32, copy=True).numpy()
 
 
 class NumpyCopy:
-    """Numpy copies of some modules of a network, refreshed when their parameters change.
+    """Numpy forms of some modules of a network, always those of the current weights.
 
     ``copy[name]`` is the numpy form of module ``name``: for a ``Sequential`` MLP a list of
-    ``(weight_T, bias, activation)``; for an LSTM ``("lstm", (w_ih_T, w_hh_T, bias))``; for a
-    GRU ``("gru", (w_ih_T, w_hh_T, b_ih, b_hh))``. Modules of other kinds raise ``TypeError``
-    when the copy is made (check with :meth:`supports`).
+    ``(weight_T, bias, activation)``; for an LSTM ``("lstm", (w_ih_T, w_hh_T, bias))`` (the two
+    biases summed); for a GRU ``("gru", (w_ih_T, w_hh_T, b_ih, b_hh))``. Modules of other kinds
+    raise ``TypeError`` when the copy is made (check with :meth:`supports`).
+
+    The weights of CPU float32 parameters are views of their memory (see the module
+    docstring); only an LSTM's bias sum is computed again at each :meth:`current`.
 
     Example:
         >>> rnn = nn.LSTM(3, 4, batch_first=True)
@@ -83,8 +109,9 @@ class NumpyCopy:
     def __init__(self, modules: dict):
         self.modules = modules
         self._parameters = [p for m in modules.values() for p in m.parameters()]
-        self._versions: list = []
-        self._copies: dict = {}
+        self._taken_at: list = []  # each parameter's address (and version) the forms were taken at
+        self._views = False  # whether the forms are views (CPU float32) or copies
+        self._forms: dict = {}
 
     @staticmethod
     def supports(module: Any) -> bool:
@@ -97,34 +124,47 @@ class NumpyCopy:
         return False
 
     def current(self) -> dict:
-        """Every module's numpy form, copied again if a parameter changed since."""
-        versions = [p._version for p in self._parameters]
-        if versions != self._versions:
-            self._copies = {n: _numpy_form(m) for n, m in self.modules.items()}
-            self._versions = versions
-        return self._copies
+        """Every module's numpy form, of the weights as they are now."""
+        if self._views:
+            taken = [p.data_ptr() for p in self._parameters]
+        else:
+            taken = [(p.data_ptr(), p._version) for p in self._parameters]
+        if taken != self._taken_at:
+            self._forms = {n: _numpy_form(m) for n, m in self.modules.items()}
+            self._views = all(p.device.type == "cpu" and p.dtype == torch.float32
+                              for p in self._parameters)
+            self._taken_at = [p.data_ptr() for p in self._parameters] if self._views else taken
+        return {n: _with_bias_sum(form) for n, form in self._forms.items()}
 
     def __getitem__(self, name: str) -> Any:
         return self.current()[name]
 
     def __getstate__(self) -> dict:
-        return {"modules": self.modules}  # the copies are made again on first use
+        return {"modules": self.modules}  # the forms are taken again on first use
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["modules"])
 
 
+def _with_bias_sum(form: Any) -> Any:
+    # An LSTM's gates take b_ih + b_hh: summed from the current biases (views) at each use.
+    if isinstance(form, tuple) and form[0] == "lstm_parts":
+        w_ih, w_hh, b_ih, b_hh = form[1]
+        return "lstm", (w_ih, w_hh, b_ih + b_hh)
+    return form
+
+
 def _numpy_form(module: Any) -> Any:
     if isinstance(module, nn.LSTM):
-        return "lstm", (_array(module.weight_ih_l0).T.copy(), _array(module.weight_hh_l0).T.copy(),
-                        _array(module.bias_ih_l0) + _array(module.bias_hh_l0))
+        return "lstm_parts", (_array(module.weight_ih_l0).T, _array(module.weight_hh_l0).T,
+                              _array(module.bias_ih_l0), _array(module.bias_hh_l0))
     if isinstance(module, nn.GRU):
-        return "gru", (_array(module.weight_ih_l0).T.copy(), _array(module.weight_hh_l0).T.copy(),
+        return "gru", (_array(module.weight_ih_l0).T, _array(module.weight_hh_l0).T,
                        _array(module.bias_ih_l0), _array(module.bias_hh_l0))
     layers: list = []
     for m in module:
         if isinstance(m, nn.Linear):
-            layers.append([_array(m.weight).T.copy(), _array(m.bias), None])
+            layers.append([_array(m.weight).T, _array(m.bias), None])
         elif not layers or layers[-1][2] is not None:
             raise TypeError(f"NumpyCopy needs Linear layers each followed by at most one "
                             f"activation, got {module}")

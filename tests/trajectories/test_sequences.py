@@ -219,6 +219,46 @@ def test_windows_stay_inside_one_episode_of_one_lane_and_start_from_the_stored_s
 
 
 @settings(max_examples=60, deadline=None)
+@given(n_lanes=st.integers(1, 3), capacity=st.integers(6, 40), length=st.integers(1, 8),
+       burn_in=st.integers(0, 4), period=st.integers(1, 9), pad=st.booleans(),
+       seed=st.integers(0, 3), data=st.data())
+def test_windows_drawn_with_the_starts_listed_are_those_drawn_by_plain_rejection(
+        n_lanes, capacity, length, burn_in, period, pad, seed, data):
+    burn_in = min(burn_in, length - 1)
+    acts = data.draw(st.integers(1, 80))
+    ends = data.draw(st.lists(st.lists(st.booleans(), min_size=n_lanes, max_size=n_lanes),
+                              min_size=acts, max_size=acts))
+    t = _filled(n_lanes, capacity, ends)
+    listed, plain = (SequenceSampler(length, batch_size=16, burn_in=burn_in, period=period,
+                                     pad=pad, rng=seed) for _ in range(2))
+    plain._admissible_listed = plain._admissible  # every call tests the rows it is given
+    if not listed.can_sample(t.container):
+        return
+    for _ in range(3):
+        ours, theirs = listed.sample(t.container), plain.sample(t.container)
+        assert sorted(ours) == sorted(theirs)
+        for name, value in ours.items():
+            assert value.dtype == theirs[name].dtype and np.array_equal(value, theirs[name])
+
+
+def test_windows_one_row_in_many_starts_are_listed_once_and_drawn_as_by_rejection():
+    rng = np.random.default_rng(0)
+    t = _filled(3, 60, (rng.random((200, 3)) < 0.05).tolist())  # 20 rows a lane, wrapped
+    listed, plain = (SequenceSampler(8, batch_size=32, burn_in=2, period=7, rng=1)
+                     for _ in range(2))
+    plain._admissible_listed = plain._admissible
+    sizes = []
+    admissible = listed._admissible
+    listed._admissible = lambda c: (lambda idx: sizes.append(len(idx)) or admissible(c)(idx))
+    for _ in range(5):
+        ours, theirs = listed.sample(t.container), plain.sample(t.container)
+        for name, value in ours.items():
+            assert np.array_equal(value, theirs[name])
+    assert sizes.count(len(t.container)) == 5  # once a batch, the rows all listed
+    assert len(sizes) == 10  # and one round of rejection before
+
+
+@settings(max_examples=60, deadline=None)
 @given(n_lanes=st.integers(1, 3), capacity=st.integers(6, 30), max_len=st.integers(1, 6),
        data=st.data())
 def test_chunks_cover_every_stored_step_once_inside_one_episode_of_one_lane(

@@ -30,10 +30,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 import torch
-from torch import nn
 from torch.nn import functional as F
 
 from stagerl.algorithms._checks import changed_settings, check_int, single_spaces
+from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.dqn.recurrent_config import DRQNConfig
 from stagerl.algorithms.dqn.recurrent_network import DRQNNetwork
 from stagerl.algorithms.torch_state import move_fused_adam_steps
@@ -47,6 +47,8 @@ from stagerl.policies.agent import Agent
 from stagerl.policies.explorers import EpsilonGreedyExplorer
 from stagerl.policies.recurrent import RecurrentPolicy, plan_recurrent
 from stagerl.utils.devices import resolve_device
+from stagerl.utils.networks import clip_grad_norm
+from stagerl.utils.numpy_rnn import weights_changed
 from trajectories import (
     STATE_TRACE,
     CircularArraySARTSTraces,
@@ -87,8 +89,11 @@ class DRQNPolicy(RecurrentPolicy):
         self.network = network
         self.target = copy.deepcopy(network)
         self.target.requires_grad_(False)
+        # Fused: one kernel steps every tensor. Acting reads what it writes: numpy views of the
+        # weights on the CPU, else copies taken again after each step (weights_changed).
         self.optimiser = torch.optim.Adam(network.parameters(), lr=config.learning_rate,
-                                          eps=config.adam_eps)
+                                          eps=config.adam_eps,
+                                          fused=self.device.type in ("cpu", "cuda"))
         self.action_start = int(action_start)
         self.recurrent_state_shape = network.recurrent_state_shape
         decay = math.ceil(config.exploration_fraction * config.total_steps / num_envs)
@@ -207,11 +212,14 @@ def drqn_update(policy: DRQNPolicy, batch: dict) -> None:
         loss = F.smooth_l1_loss(q_taken[real], td_target[real])
     else:
         loss = F.mse_loss(q_taken[real], td_target[real])
-    policy.optimiser.zero_grad(set_to_none=True)
+    params = [p for group in policy.optimiser.param_groups for p in group["params"]]
+    for p in params:  # optimiser.zero_grad(set_to_none=True) without its per-call bookkeeping
+        p.grad = None
     loss.backward()
     if c.max_grad_norm is not None and c.max_grad_norm < math.inf:
-        nn.utils.clip_grad_norm_(online.parameters(), c.max_grad_norm)
-    policy.optimiser.step()
+        clip_grad_norm(params, c.max_grad_norm)  # torch's clip_grad_norm_, to the bit
+    adam_step(policy.optimiser)  # optimiser.step(), its fused kernel called directly
+    weights_changed(params)
     policy.n_updates += 1
     policy.loss = loss.detach()
 

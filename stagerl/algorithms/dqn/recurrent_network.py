@@ -57,7 +57,8 @@ class DRQNNetwork(nn.Module):
         _, weights = forms["rnn"]
         if self.lstm:
             h, c = lstm_step(features, state[:, 0], state[:, 1], weights)
-            new_state = np.stack([h, c], axis=1)
+            new_state = np.empty((len(h), 2, h.shape[1]), np.float32)
+            new_state[:, 0], new_state[:, 1] = h, c
         else:
             h = gru_step(features, state[:, 0], weights)
             new_state = h[:, None]

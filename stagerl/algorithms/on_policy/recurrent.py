@@ -31,9 +31,9 @@ from typing import Any
 import gymnasium
 import numpy as np
 import torch
-from torch import nn
 from torch.nn import functional as F
 
+from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.on_policy.base import OnPolicy
 from stagerl.algorithms.on_policy.networks import RunningMeanStd, check_spaces
 from stagerl.algorithms.on_policy.ppo import scheduled
@@ -48,6 +48,8 @@ from stagerl.core.stages import PostActStage
 from stagerl.policies.agent import Agent, record_step
 from stagerl.policies.recurrent import RecurrentPolicy, plan_recurrent
 from stagerl.utils.devices import resolve_device
+from stagerl.utils.networks import clip_grad_norm
+from stagerl.utils.numpy_rnn import weights_changed
 from trajectories import STATE_TRACE, chop_into_sequences
 
 __all__ = ["RecurrentPPOConfig", "RecurrentPPOPolicy", "recurrent_ppo_loss",
@@ -98,7 +100,12 @@ class RecurrentPPOPolicy(OnPolicy, RecurrentPolicy):
 
     def __init__(self, model: RecurrentActorCritic, config: RecurrentPPOConfig,
                  action_space: Any, rng: Any = None, observation_size: int | None = None):
-        optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate, eps=1e-5)
+        # Fused: one kernel steps every tensor (torch's default steps them one by one on the
+        # CPU). Acting reads what it writes: numpy views of the weights on the CPU, else copies
+        # taken again after each step (weights_changed).
+        device = next(model.parameters()).device
+        optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate, eps=1e-5,
+                                     fused=device.type in ("cpu", "cuda"))
         super().__init__(model, optimiser, config.gamma, config.gae_lambda,
                          config.max_grad_norm, config.normalize_states, rng,
                          config.normalize_rewards)
@@ -122,11 +129,14 @@ class RecurrentPPOPolicy(OnPolicy, RecurrentPolicy):
 
     def gradient_step(self, optimiser: Any, loss: torch.Tensor) -> None:
         """Zero the gradients, backward, clip the gradient norm (if ``max_grad_norm``), step."""
-        optimiser.zero_grad(set_to_none=True)
+        params = [p for group in optimiser.param_groups for p in group["params"]]
+        for p in params:  # optimiser.zero_grad(set_to_none=True) without its bookkeeping
+            p.grad = None
         loss.backward()
         if self.max_grad_norm is not None and self.max_grad_norm < float("inf"):
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
-        optimiser.step()
+            clip_grad_norm(params, self.max_grad_norm)  # torch's clip_grad_norm_, to the bit
+        adam_step(optimiser)  # optimiser.step(), its fused kernel called directly
+        weights_changed(params)
 
     # -- learning ----------------------------------------------------------------------------
     def batch_of(self, rollout: dict) -> dict:
