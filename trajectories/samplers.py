@@ -287,15 +287,22 @@ class NStepBatchSampler:
         last = idx + ns - 1
         right = {s[1] for s in _slots(container) if len(s) == 2} | {"terminal"}
         window = None if self.stack_size is None else np.arange(1 - self.stack_size, 1)
-        take, batch = container.take, {}
-        for name in names:
+        stacked = () if window is None else ("state", "next_state")
+        summed = "reward" if self.n > 1 else None
+        take, out = container.take, {}
+        # The names at the same rows one after another (rows ``idx``, then ``last``, then the
+        # summed rewards, then the stacks): lanes locate the rows of the last index array read
+        # once (the batch is the same in any order).
+        for name in sorted(names, key=lambda name: (name in stacked, name == summed,
+                                                    name in right)):
             if name == "reward":
-                batch[name] = self._discounted(container, idx, ns, n_rows)
-            elif window is not None and name in ("state", "next_state"):
+                out[name] = self._discounted(container, idx, ns, n_rows)
+            elif name in stacked:
                 end = idx if name == "state" else last
-                batch[name] = take(name, end[:, None] + window)
+                out[name] = take(name, end[:, None] + window)
             else:
-                batch[name] = take(name, last if name in right else idx)
+                out[name] = take(name, last if name in right else idx)
+        batch = {name: out[name] for name in names}
         return batch if self.device is None else _to_device(batch, self.device)
 
     def _discounted(self, container, idx, ns, n_rows):
