@@ -330,3 +330,26 @@ def test_nstep_batches_locate_lanes_once_per_index_array():
     # the draw's candidates, the drawn rows (rows ahead, then every name at them), the rows
     # the n steps end at (every right-hand name), the rewards' window: four lookups
     assert len(located) == 4 and located[1:] == [(64,), (64,), (64 * 3,)]
+
+
+@pytest.mark.parametrize("n, gamma", [(2, 0.99), (5, 0.9), (3, 1.0), (4, 0.0)])
+def test_nstep_rewards_are_the_masked_discounted_sums_bit_for_bit(n, gamma):
+    from trajectories._rows import _Rows
+
+    rng = np.random.default_rng(n)
+    lb = per_lane(CircularArraySARTSTraces(capacity=30), 2)
+    lb.push(state=np.zeros(2))
+    for k in range(1, 41):  # both lanes' rings wrapped, episodes of several lengths
+        lb.push(state=np.full(2, k), action=np.zeros(2, dtype=np.int64),
+                reward=rng.standard_normal(2).astype(np.float32),
+                terminal=np.array([k % 6 == 0, k % 9 == 0]))
+    batch = NStepBatchSampler(n=n, gamma=gamma, batch_size=200, names=("reward",),
+                              rng=11).sample(lb)
+    idx = _Rows("same draw", np.random.default_rng(11)).uniform(lb, 200)
+    ahead = np.arange(n)
+    ns = np.maximum(np.minimum(n, lb.rows_ahead_at(idx)), 1)
+    r = lb.take("reward", np.minimum(idx[:, None] + ahead, len(lb) - 1))
+    expected = (r * np.where(ahead < ns[:, None], gamma**ahead, 0.0)).sum(axis=1)
+    assert batch["reward"].dtype == np.float32
+    assert batch["reward"].tobytes() == expected.astype(np.float32).tobytes()
+    assert len(set(ns.tolist())) > 1
