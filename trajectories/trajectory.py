@@ -303,10 +303,13 @@ class Trajectory:
             lanes = np.arange(n) == lane
             lanes.flags.writeable = False
             lanes = _LANE_MASKS.setdefault((lane, n), lanes)
-        specs = self._lane_axis_specs
-        if specs[0] is not self.container:  # the specs of this container's traces
-            specs = self._lane_axis_specs = (self.container, {})
-        row = lane_axis_values(self.container, specs[1], step)
+        if n == 1:  # a view with a lane axis: ~0.3 us
+            row = {name: np.asarray(value)[np.newaxis] for name, value in step.items()}
+        else:  # arrays of the traces' dtypes (or broadcast views) with every lane's value
+            specs = self._lane_axis_specs
+            if specs[0] is not self.container:  # the specs of this container's traces
+                specs = self._lane_axis_specs = (self.container, {})
+            row = lane_axis_values(self.container, specs[1], step)
         if "action" in step:
             row["lanes"] = lanes
         elif "next_action" in step:
