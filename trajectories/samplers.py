@@ -287,15 +287,21 @@ class NStepBatchSampler:
         last = idx + ns - 1
         right = {s[1] for s in _slots(container) if len(s) == 2} | {"terminal"}
         window = None if self.stack_size is None else np.arange(1 - self.stack_size, 1)
-        take, batch = container.take, {}
-        for name in names:
+        stacked = () if window is None else ("state", "next_state")
+        summed = "reward" if self.n > 1 else None
+        take, out = container.take, {}
+        # The names at the same rows one after another (``idx``, ``last``, the rewards' window,
+        # the stacks): lanes locate the rows of the last index array read once.
+        for name in sorted(names, key=lambda name: (name in stacked, name == summed,
+                                                    name in right)):
             if name == "reward":
-                batch[name] = self._discounted(container, idx, ns, n_rows)
-            elif window is not None and name in ("state", "next_state"):
+                out[name] = self._discounted(container, idx, ns, n_rows)
+            elif name in stacked:
                 end = idx if name == "state" else last
-                batch[name] = take(name, end[:, None] + window)
+                out[name] = take(name, end[:, None] + window)
             else:
-                batch[name] = take(name, last if name in right else idx)
+                out[name] = take(name, last if name in right else idx)
+        batch = {name: out[name] for name in names}
         return batch if self.device is None else _to_device(batch, self.device)
 
     def _discounted(self, container, idx, ns, n_rows):
@@ -303,9 +309,23 @@ class NStepBatchSampler:
             return container.take("reward", idx)
         ahead = np.arange(self.n)
         r = container.take("reward", np.minimum(idx[:, None] + ahead, n_rows - 1))
-        w = np.where(ahead < ns[:, None], self.gamma**ahead, 0.0)
-        total = (r * w.reshape(w.shape + (1,) * (r.ndim - 2))).sum(axis=1)
+        w = _discounts(self.n, self.gamma)[ns]  # gamma ** k for the k < ns summed, else 0
+        total = np.add.reduce(r * w.reshape(w.shape + (1,) * (r.ndim - 2)), axis=1)
         return total.astype(r.dtype if r.dtype.kind == "f" else np.float32)
+
+
+_DISCOUNTS: dict = {}  # (n, gamma) -> row ns: the weights of the n rewards ahead
+
+
+def _discounts(n: int, gamma: float) -> np.ndarray:
+    table = _DISCOUNTS.get((n, gamma))
+    if table is None:
+        ahead = np.arange(n)
+        table = np.where(ahead < np.arange(n + 1)[:, None], gamma**ahead, 0.0)
+        table.flags.writeable = False
+        if len(_DISCOUNTS) < 64:  # a few samplers' settings
+            _DISCOUNTS[(n, gamma)] = table
+    return table
 
 
 class EpisodesSampler:

@@ -103,11 +103,11 @@ class SumTree:
     def _update(self, nodes: np.ndarray) -> None:
         """Recompute the partial sums above the given leaf nodes (sums, not deltas: no drift;
         a node listed twice is just written twice with the same sum)."""
-        tree = self._tree
+        tree, add = self._tree, np.add.reduce  # the ufunc's reduce: no Python wrapper a level
         children = tree.reshape(-1, 2)  # row k: nodes 2k and 2k + 1, the children of node k
         for _ in range(self._depth):
             nodes = nodes >> 1
-            tree[nodes] = children[nodes].sum(axis=1)  # one gather a level, not two
+            tree[nodes] = add(children[nodes], axis=1)  # one gather a level, not two
 
     def _set_slot(self, slot: int, p: float) -> None:
         sums = self._sums
@@ -243,7 +243,7 @@ class SumTree:
         vs = np.array(vs, dtype=np.float64).reshape(-1)
         if not total > 0:
             raise ValueError("cannot get from a SumTree whose total priority is 0")
-        if vs.size and not (vs.min() >= 0 and vs.max() <= total):
+        if vs.size and not (np.minimum.reduce(vs) >= 0 and np.maximum.reduce(vs) <= total):
             raise ValueError(f"every v must satisfy 0 <= v < total={total}")
         prefix, tail = self._rotation()
         if prefix:

@@ -254,3 +254,102 @@ def test_stacked_windows_on_one_wrapped_buffer_stay_in_their_episode():
         batch["state"].tolist(), batch["reward"].tolist(), batch["next_state"].tolist(),
         strict=True)}
     assert got == {(4, 5): (2.0, (6, 7)), (5, 6): (1.0, (6, 7)), (20, 21): (1.0, (21, 22))}
+
+
+def _games_like_lanes(make, layout):
+    """Three lanes of 8 rows, episodes of uneven lengths and every ring wrapped; SARTS with a
+    legal-action mask multiplexed with the states (as a game's). Rewards are small whole
+    numbers, so that every n-step sum at gamma 0.5 is exact."""
+    sartsa = layout is CircularArraySARTSATraces
+    masks = {} if sartsa else {"legal_actions_mask": (bool, (3,))}
+    lb = make(layout(capacity=24, state=(np.int64, ()), **masks), 3)
+    first = {} if sartsa else {"legal_actions_mask": np.ones((3, 3), bool)}
+    lb.push(state=np.array([0, 1000, 2000]), **first)
+    for k in range(1, 31):
+        ends = np.array([k % 7 == 0, k % 4 == 0, k % 11 == 0])
+        mask = {} if sartsa else {
+            "legal_actions_mask": np.arange(3)[None] <= (k + np.arange(3))[:, None] % 3}
+        lb.push(state=np.array([0, 1000, 2000]) + k, action=np.full(3, k % 3),
+                reward=((k + np.arange(3)) % 5).astype(float), terminal=ends, **mask)
+        if sartsa:
+            lb.push(next_action=np.full(3, (k + 1) % 3), lanes=ends)
+        if ends.any():
+            lb.push(state=np.array([0, 1000, 2000]) + 100 * k, lanes=ends, **first)
+    return lb
+
+
+def _nstep_row_by_row(container, idx, n, gamma, names):
+    """The n-step batch at rows ``idx``, one row and one name at a time (no index array is
+    shared between two reads)."""
+    right = {s[1] for s in container.slots if len(s) == 2} | {"terminal"}
+    out = {name: [] for name in names}
+    for i in idx.tolist():
+        ns = max(min(n, int(container.rows_ahead_at(np.array([i]))[0])), 1)
+        for name in names:
+            if name == "reward":
+                total = sum(float(container.take("reward", np.array([i + k]))[0]) * gamma ** k
+                            for k in range(ns))
+                out[name].append(np.float32(total))
+            else:
+                at = i + ns - 1 if name in right else i
+                out[name].append(container.take(name, np.array([at]))[0])
+    return {name: np.array(values) for name, values in out.items()}
+
+
+@pytest.mark.parametrize("make, layout", [
+    (rings, CircularArraySARTSTraces), (per_lane, CircularArraySARTSTraces),
+    (per_lane, CircularArraySARTSATraces)], ids=["rings", "per_lane", "per_lane-sartsa"])
+def test_nstep_batches_on_wrapped_lanes_equal_the_rows_read_one_by_one(make, layout):
+    from trajectories._rows import _Rows
+
+    lb = _games_like_lanes(make, layout)
+    assert lb.lane_lengths() == [8, 8, 8]  # every lane's ring wrapped (30 steps each)
+    names = ("state", "next_state", "action", "reward", "terminal")
+    names += (("next_action",) if layout is CircularArraySARTSATraces
+              else ("next_legal_actions_mask",))
+    sampler = NStepBatchSampler(n=3, gamma=0.5, batch_size=256, names=names, rng=7)
+    batch = sampler.sample(lb)
+    idx = _Rows("same draw", np.random.default_rng(7)).uniform(lb, 256)  # the same rng: rows
+    expected = _nstep_row_by_row(lb, idx, 3, 0.5, names)
+    assert list(batch) == list(names)
+    for name in names:
+        assert batch[name].dtype == expected[name].dtype, name
+        assert batch[name].tolist() == expected[name].tolist(), name
+    # rows of 1, 2 and 3 steps (cut by an episode's end or a lane's newest row) are drawn
+    assert set(np.minimum(3, lb.rows_ahead_at(idx)).tolist()) == {1, 2, 3}
+    assert batch["terminal"].any() and not batch["terminal"].all()
+
+
+def test_nstep_batches_locate_lanes_once_per_index_array():
+    lb = _games_like_lanes(per_lane, CircularArraySARTSTraces)
+    located = []
+    lane_of = lb.lane_of
+    lb.lane_of = lambda idx: located.append(np.shape(idx)) or lane_of(idx)
+    names = ("state", "next_state", "action", "reward", "terminal", "next_legal_actions_mask")
+    NStepBatchSampler(n=3, gamma=0.5, batch_size=64, names=names, rng=0).sample(lb)
+    # the draw's candidates, the drawn rows (rows ahead, then every name at them), the rows
+    # the n steps end at (every right-hand name), the rewards' window: four lookups
+    assert len(located) == 4 and located[1:] == [(64,), (64,), (64 * 3,)]
+
+
+@pytest.mark.parametrize("n, gamma", [(2, 0.99), (5, 0.9), (3, 1.0), (4, 0.0)])
+def test_nstep_rewards_are_the_masked_discounted_sums_bit_for_bit(n, gamma):
+    from trajectories._rows import _Rows
+
+    rng = np.random.default_rng(n)
+    lb = per_lane(CircularArraySARTSTraces(capacity=30), 2)
+    lb.push(state=np.zeros(2))
+    for k in range(1, 41):  # both lanes' rings wrapped, episodes of several lengths
+        lb.push(state=np.full(2, k), action=np.zeros(2, dtype=np.int64),
+                reward=rng.standard_normal(2).astype(np.float32),
+                terminal=np.array([k % 6 == 0, k % 9 == 0]))
+    batch = NStepBatchSampler(n=n, gamma=gamma, batch_size=200, names=("reward",),
+                              rng=11).sample(lb)
+    idx = _Rows("same draw", np.random.default_rng(11)).uniform(lb, 200)
+    ahead = np.arange(n)
+    ns = np.maximum(np.minimum(n, lb.rows_ahead_at(idx)), 1)
+    r = lb.take("reward", np.minimum(idx[:, None] + ahead, len(lb) - 1))
+    expected = (r * np.where(ahead < ns[:, None], gamma**ahead, 0.0)).sum(axis=1)
+    assert batch["reward"].dtype == np.float32
+    assert batch["reward"].tobytes() == expected.astype(np.float32).tobytes()
+    assert len(set(ns.tolist())) > 1

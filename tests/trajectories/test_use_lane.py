@@ -120,3 +120,82 @@ def test_an_unlaned_single_env_push_is_unchanged_and_the_first_push_still_finds_
     single = Trajectory(CircularArraySARTSTraces(capacity=8))
     single.push(state=np.array([1, 2]))  # two sub-envs: lanes found at the first push
     assert single.n_lanes == 2 and single.lane is None
+
+
+def _one_env_steps():
+    """One env's pushes of a game's player: Python and numpy scalars, arrays of the traces'
+    dtypes and of others (int64 into int8 frames, a list), a SARTS layout with a mask."""
+    yield {"state": np.array([1, -2], dtype=np.int8), "legal_actions_mask": [True, False, True]}
+    for k in range(1, 13):
+        mask = np.array([k % 2 == 0, True, k % 3 == 0])
+        state = np.array([k, -k], dtype=np.int8) if k % 2 else np.array([k, -k])  # int64
+        action = k % 3 if k % 4 else np.int64(k % 3)
+        reward = float(k) / 4 if k % 3 else np.float32(-k)
+        terminal = k % 5 == 0 if k % 2 else np.bool_(k % 5 == 0)
+        yield {"state": state, "legal_actions_mask": mask, "action": action, "reward": reward,
+               "terminal": terminal}
+        if k % 5 == 0:
+            yield {"state": np.array([100 + k, 0], dtype=np.int8),
+                   "legal_actions_mask": np.ones(3, dtype=bool)}
+
+
+def _layouts():
+    yield CircularArraySARTSTraces(capacity=8, state=(np.int8, (2,)),
+                                   legal_actions_mask=(bool, (3,)))  # lanes of EpisodesBuffers
+    yield CircularArraySARTSTraces(capacity=8, state=(np.int8, (2,)))  # lane-major rings
+
+
+@pytest.mark.parametrize("layout", [0, 1], ids=["per_lane", "rings"])
+def test_one_envs_values_in_a_lane_are_stored_as_the_same_values_given_to_every_lane(layout):
+    traces = [list(_layouts())[layout] for _ in range(2)]
+    into_lane, every_lane = (_laned(traces[0].empty_copy(), 3), _laned(traces[1], 3))
+    assert type(into_lane.container).__name__ == ("PerLaneEpisodes", "RingLanes")[layout]
+    for lane in (2, 0):  # each lane wraps its ring of 3 rows
+        into_lane.use_lane(lane)
+        for step in _one_env_steps():
+            if layout == 1:
+                step.pop("legal_actions_mask")
+            into_lane.push(**step)
+            laned = {k: np.broadcast_to(v, (3, *np.shape(v))) for k, v in step.items()}
+            mask = np.arange(3) == lane
+            every_lane.push(**laned, lanes=mask, **({} if "action" in step else {"restart": True}))
+    assert into_lane.container.lane_lengths() == every_lane.container.lane_lengths() == [3, 0, 3]
+    for name in into_lane.keys():
+        got, expected = into_lane[name], every_lane[name]
+        assert got.dtype == expected.dtype and got.tolist() == expected.tolist(), name
+    for meta in ("step_numbers", "sampleable_inds", "episodes_lengths"):
+        assert np.asarray(getattr(into_lane.container, meta)).tolist() == \
+            np.asarray(getattr(every_lane.container, meta)).tolist()
+    assert into_lane.controller.n_inserted == every_lane.controller.n_inserted == 24
+
+
+@pytest.mark.parametrize("bad, error", [
+    ({"action": 1.5}, "not a whole number"), ({"reward": 2**70}, "not numeric"),
+    ({"state": np.array([300, 0])}, "out of range"), ({"terminal": 2}, "only 0, 1"),
+    ({"action": 2**70}, "not numeric"), ({"action": -2**63 - 1}, "not numeric")])
+def test_a_value_one_lane_cannot_store_exactly_is_refused_as_a_laned_push_refuses_it(bad, error):
+    t = _laned(CircularArraySARTSTraces(capacity=8, state=(np.int8, (2,))), 2)
+    t.use_lane(1)
+    t.push(state=np.zeros(2, dtype=np.int8))
+    _step(t, np.ones(2, dtype=np.int8))
+    step = {"state": np.full(2, 2, dtype=np.int8), "action": 0, "reward": 0.0,
+            "terminal": False, **bad}
+    with pytest.raises((TypeError, ValueError), match=error):
+        t.push(**step)
+    assert t["state"].tolist() == [[0, 0]] and t.controller.n_inserted == 1  # nothing written
+
+
+def test_one_envs_values_become_arrays_of_their_traces_dtypes_where_stored_exactly():
+    from trajectories._push_helpers import lane_axis_values
+
+    t = _laned(CircularArraySARTSTraces(capacity=8, state=(np.int8, (2,))), 2)
+    specs: dict = {}
+    row = lane_axis_values(t.container, specs, {
+        "state": np.array([1, 2], dtype=np.int8), "action": 2, "reward": 0.5,
+        "terminal": True, "truncated": True})
+    assert {k: (v.dtype, v.shape) for k, v in row.items()} == {
+        "state": (np.int8, (2, 2)), "action": (np.int64, (2,)), "reward": (np.float32, (2,)),
+        "terminal": (np.bool_, (2,)), "truncated": (np.bool_, (2,))}
+    assert row["state"].tolist() == [[1, 2], [1, 2]] and row["reward"].tolist() == [0.5, 0.5]
+    assert row["state"].flags.writeable and not row["truncated"].flags.writeable  # a view
+    assert len(specs) == 1  # one spec per set of names, kept by the caller

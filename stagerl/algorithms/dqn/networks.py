@@ -171,8 +171,8 @@ class NumpyQNetwork:
     def refresh(self) -> None:
         """Copy the network's weights (one host transfer per tensor on an accelerator)."""
         def arrays(linear: nn.Linear) -> tuple[np.ndarray, np.ndarray]:
-            weight = linear.weight.detach().to("cpu", copy=True).numpy()
-            return np.ascontiguousarray(weight.T), linear.bias.detach().to("cpu").numpy().copy()
+            weight = linear.weight.detach().to("cpu").numpy()  # on the CPU a view, copied once
+            return np.array(weight.T, order="C"), linear.bias.detach().to("cpu").numpy().copy()
 
         net = self.network
         self.hidden = [arrays(m) for m in net.body if isinstance(m, nn.Linear)]

@@ -79,10 +79,10 @@ def learn_burst(policy: DQNPolicy, burst: Burst, trajectory: Any) -> None:
         parts = _parts(rows, size) if policy.device.type == "cpu" else [rows]
         if config.double:
             with torch.no_grad():
-                next_outputs = torch.cat([policy.target(p["next_state"]) for p in parts])
+                next_outputs = _joined([policy.target(p["next_state"]) for p in parts])
             next_outputs = next_outputs.split(size)
         else:
-            targets = torch.cat([td_target(policy, part) for part in parts]).split(size)
+            targets = _joined([td_target(policy, part) for part in parts]).split(size)
     for batch, target, next_output in zip(batches, targets, next_outputs, strict=True):
         dqn_update(policy, batch, td_target(policy, batch, next_output) if target is None
                    else target)
@@ -92,8 +92,14 @@ def learn_burst(policy: DQNPolicy, burst: Burst, trajectory: Any) -> None:
 def _parts(rows: dict, batch_size: int, about: int = 1024) -> list[dict]:
     size = batch_size * max(1, about // batch_size)
     total = rows["reward"].shape[0]
+    if total <= size:  # one part: the rows themselves
+        return [rows]
     return [{name: tree_map(lambda c: c[i:i + size], v)  # noqa: B023
              for name, v in rows.items()} for i in range(0, total, size)]
+
+
+def _joined(outputs: list[torch.Tensor]) -> torch.Tensor:
+    return outputs[0] if len(outputs) == 1 else torch.cat(outputs)  # one part: no copy
 
 
 @torch.no_grad()

@@ -243,6 +243,28 @@ def test_numpy_acting_copy_gives_the_torch_networks_values_and_actions(dueling, 
     assert np.allclose(fast.q_values(states[0]), expected[0], atol=1e-5)
 
 
+@pytest.mark.parametrize("widths", [(16, 8), (1, 1)])  # (1, 1): weights of one row/column
+def test_numpy_copy_holds_its_own_weights_until_refreshed(widths):
+    torch.manual_seed(0)
+    network = QNetwork(mlp_body(3, widths), widths[-1], 2)
+    fast = NumpyQNetwork.of(network)
+    copies = [(w.copy(), b.copy()) for w, b in fast.hidden + [fast.advantage]]
+    linears = [m for m in network.body if isinstance(m, torch.nn.Linear)] + [network.advantage]
+    for (w, b), linear in zip(copies, linears, strict=True):  # the weights, transposed, exactly
+        assert w.flags.c_contiguous and w.tobytes() == linear.weight.detach().numpy().T.tobytes()
+        assert b.tobytes() == linear.bias.detach().numpy().tobytes()
+    state = np.array([0.5, -1.0, 2.0], np.float32)
+    before = fast.q_values(state)
+    with torch.no_grad():
+        for linear in linears:  # a gradient step changes the weights in place
+            linear.weight.mul_(-2.0)
+    assert fast.q_values(state).tobytes() == before.tobytes()  # still the copy's values
+    fast.refresh()
+    with torch.no_grad():
+        assert np.allclose(fast.q_values(state), network.q_values(torch.as_tensor(state[None]))[0],
+                           atol=1e-5)
+
+
 def test_numpy_copy_is_refreshed_after_learning():
     env = rl.GymEnv("CartPole-v1", seed=0)
     agent = make_dqn_agent(env, small_config(), seed=0, device="cpu")
