@@ -30,6 +30,7 @@ from stagerl.algorithms.extractors import convolution_layout, input_dtypes
 from stagerl.algorithms.on_policy.baselines import Baseline, ValueNetworkBaseline
 from stagerl.algorithms.on_policy.config import ACTIVATIONS, OnPolicyConfig, build_model_for
 from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd
+from stagerl.algorithms.on_policy.rmsprop_step import rmsprop_step
 from stagerl.algorithms.on_policy.rollout import add_gae, carried_steps, read_rollout, rows_selector
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.env import VectorEnv
@@ -225,7 +226,8 @@ class OnPolicy(Policy):
         loss.backward()
         if self.max_grad_norm is not None and self.max_grad_norm < math.inf:  # inf: never clip
             clip_grad_norm(params, self.max_grad_norm)
-        adam_step(optimiser)  # optimiser.step(), its fused kernel called directly
+        # optimiser.step(), its kernels called directly (fused Adam; A2C's foreach RMSprop)
+        (rmsprop_step if type(optimiser) is torch.optim.RMSprop else adam_step)(optimiser)
 
     def select(self, rollout: dict) -> np.ndarray:
         """The ``(T, n_lanes)`` mask of the rollout rows to learn from (default: all)."""
