@@ -176,13 +176,16 @@ class OnPolicy(Policy):
             stepped = np.asarray(env.stepped, dtype=bool)
             done = np.asarray(env.is_terminated | env.is_truncated, dtype=bool)
         else:
-            stepped = np.ones(1, dtype=bool)
+            stepped = None  # one env: it stepped
             done = np.atleast_1d(bool(env.is_terminated or env.is_truncated))
         if self.running_returns is None or self.running_returns.shape != reward.shape:
             self.running_returns = np.zeros(reward.shape)
-        returns = np.where(stepped, self.running_returns * self.gamma + reward,
-                           self.running_returns)
-        rms.update(returns[stepped])
+        returns = self.running_returns * self.gamma + reward
+        if stepped is not None and not stepped.all():  # a lane that did not step keeps its own
+            returns = np.where(stepped, returns, self.running_returns)
+            rms.update(returns[stepped])
+        else:
+            rms.update(returns)
         self.running_returns = np.where(done, 0.0, returns)
 
     def reward_scale(self) -> float:
