@@ -35,7 +35,7 @@ def rmsprop_step(optimiser: torch.optim.Optimizer) -> None:
         ...     weight.grad = torch.tensor([1.0, -1.0])
         ...     rmsprop_step(rmsprop)
         >>> [round(w, 4) for w in weight.tolist()], int(rmsprop.state[weight]["step"])
-        ([0.7586, 1.2414], 2)
+        ([0.7431, 1.2569], 2)
     """
     groups = optimiser.param_groups
     if (type(optimiser) is not torch.optim.RMSprop or len(groups) != 1
