@@ -262,10 +262,9 @@ def _relu(x: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 #: The activations the numpy pass knows, by the torch function ``_functional`` gives.
 _NUMPY_ACTIVATIONS = {torch.tanh: np.tanh, torch.relu: _relu, None: None}
-#: Each model's numpy views of its weights, with its parameters and the addresses they were
-#: taken at (kept out of the model: nothing of it belongs in a copy, a pickle or a checkpoint).
+#: Each model's numpy views of its weights, with its parameters' addresses they were taken at
+#: (kept out of the model: nothing of it belongs in a copy, a pickle or a checkpoint).
 _NUMPY_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_DATA_PTR = torch.Tensor.data_ptr
 
 
 def _numpy_layers(model: ActorCritic) -> dict | None:
@@ -274,8 +273,8 @@ def _numpy_layers(model: ActorCritic) -> dict | None:
     Taken again when any parameter's memory moved (a move, a copy, a parameter's ``.data``
     replaced); the views keep the memory they read alive, so no other tensor can take it."""
     cached = _NUMPY_VIEWS.get(model)
-    if cached is not None and tuple(map(_DATA_PTR, cached[0])) == cached[1]:
-        return cached[2]
+    if cached is not None and all(p.data_ptr() == ptr for p, ptr in cached[0]):
+        return cached[1]
     params = list(model.parameters())
     layers: dict | None = None
     if all(p.device.type == "cpu" and p.dtype == torch.float32 for p in params):
@@ -286,7 +285,7 @@ def _numpy_layers(model: ActorCritic) -> dict | None:
                               _NUMPY_ACTIVATIONS[activation]) for weight, bias, activation in net]
                       for name, net in functional.items()}
             layers["log_std"] = model.log_std.detach().numpy() if model.gaussian else None
-    _NUMPY_VIEWS[model] = (params, tuple(map(_DATA_PTR, params)), layers)
+    _NUMPY_VIEWS[model] = ([(p, p.data_ptr()) for p in params], layers)
     return layers
 
 
