@@ -30,6 +30,7 @@ from stagerl.algorithms.extractors import convolution_layout, input_dtypes
 from stagerl.algorithms.on_policy.baselines import Baseline, ValueNetworkBaseline
 from stagerl.algorithms.on_policy.config import ACTIVATIONS, OnPolicyConfig, build_model_for
 from stagerl.algorithms.on_policy.networks import ActorCritic, RunningMeanStd
+from stagerl.algorithms.on_policy.rmsprop_step import rmsprop_step
 from stagerl.algorithms.on_policy.rollout import add_gae, carried_steps, read_rollout, rows_selector
 from stagerl.algorithms.torch_state import move_fused_adam_steps
 from stagerl.core.env import VectorEnv
@@ -175,13 +176,16 @@ class OnPolicy(Policy):
             stepped = np.asarray(env.stepped, dtype=bool)
             done = np.asarray(env.is_terminated | env.is_truncated, dtype=bool)
         else:
-            stepped = np.ones(1, dtype=bool)
+            stepped = None  # one env: it stepped
             done = np.atleast_1d(bool(env.is_terminated or env.is_truncated))
         if self.running_returns is None or self.running_returns.shape != reward.shape:
             self.running_returns = np.zeros(reward.shape)
-        returns = np.where(stepped, self.running_returns * self.gamma + reward,
-                           self.running_returns)
-        rms.update(returns[stepped])
+        returns = self.running_returns * self.gamma + reward
+        if stepped is not None and not stepped.all():  # a lane that did not step keeps its own
+            returns = np.where(stepped, returns, self.running_returns)
+            rms.update(returns[stepped])
+        else:
+            rms.update(returns)
         self.running_returns = np.where(done, 0.0, returns)
 
     def reward_scale(self) -> float:
@@ -225,7 +229,8 @@ class OnPolicy(Policy):
         loss.backward()
         if self.max_grad_norm is not None and self.max_grad_norm < math.inf:  # inf: never clip
             clip_grad_norm(params, self.max_grad_norm)
-        adam_step(optimiser)  # optimiser.step(), its fused kernel called directly
+        # optimiser.step(), its kernels called directly (fused Adam; A2C's foreach RMSprop)
+        (rmsprop_step if type(optimiser) is torch.optim.RMSprop else adam_step)(optimiser)
 
     def select(self, rollout: dict) -> np.ndarray:
         """The ``(T, n_lanes)`` mask of the rollout rows to learn from (default: all)."""

@@ -314,6 +314,9 @@ def _functional(net: nn.Sequential) -> list:
     return [tuple(layer) for layer in layers]
 
 
+_FLOATS = (np.float32, np.float64)
+
+
 class RunningMeanStd:
     """Running mean and variance of observations (Chan et al.'s parallel update), for the
     observation normalisation option: ``clip((x - mean) / sqrt(var + eps), -10, 10)``.
@@ -330,7 +333,12 @@ class RunningMeanStd:
         self.count, self.clip, self.epsilon = 1e-4, clip, epsilon
 
     def update(self, x: np.ndarray) -> None:
-        n, mean, var = len(x), x.mean(axis=0), x.var(axis=0)
+        n = len(x)
+        if n == 1 and x.dtype in _FLOATS:  # one row (a step's return): its mean and variance
+            mean = x[0]
+            var = (mean - mean) * (mean - mean)  # 0 (NaN for an infinite or NaN entry)
+        else:
+            mean, var = x.mean(axis=0), x.var(axis=0)
         total = self.count + n
         delta = mean - self.mean
         self.mean = self.mean + delta * n / total
