@@ -16,6 +16,7 @@ from torch.nn import functional as F
 from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.dqn.recurrent import DRQNPolicy
 from stagerl.algorithms.on_policy import reps
+from stagerl.algorithms.on_policy.erwr import ERWRPolicy
 from stagerl.algorithms.on_policy.recurrent import RecurrentPPOPolicy
 from stagerl.algorithms.on_policy.reps import REPSPolicy
 from stagerl.algorithms.torch_state import denormals_flushed
@@ -365,3 +366,63 @@ def reps_learn(policy: REPSPolicy, duals: list, evaluations: list, seed: int):
                 (-(weights[:n] * log_prob).mean()).backward()
     return timed(go, updates=len(problems), evaluations=sum(evaluations),
                  newton_steps=sum(p[4] for p in problems))
+
+
+# ---- ERWR --------------------------------------------------------------------------------------
+
+
+class ERWRFloors(Floors):
+    """Counts each update's steps and L-BFGS's evaluations of the weighted log-likelihood (an
+    ERWR update is an L-BFGS fit of the actor, then the baseline's fit)."""
+
+    def __init__(self, policy: ERWRPolicy) -> None:
+        self.policy, self.sizes, self.evaluations = policy, [], []
+        optimiser, run_step, run_update = policy.optimiser, policy.optimiser.step, policy.update
+
+        def update(batch):
+            self.sizes.append(len(batch["advantage"]))
+            return run_update(batch)
+
+        def step(closure):
+            out = run_step(closure)
+            self.evaluations.append(int(optimiser.state[optimiser._params[0]]["func_evals"]))
+            return out
+        policy.update, optimiser.step = update, step  # the counted run's only
+
+    def parts(self, acts: int, num_envs: int, seed: int) -> dict[str, Part]:
+        policy = self.policy  # acting: limits_floors' numpy copy of the actor-critic
+        return {"act": lambda: act_floor(policy, round(greedy_acts(policy, acts, num_envs)),
+                                         num_envs, policy.model.n_inputs, seed),
+                "learn": lambda: erwr_learn(policy, self.sizes, self.evaluations, seed)}
+
+
+def erwr_learn(policy: ERWRPolicy, sizes: list, evaluations: list, seed: int):
+    """Per update: as many forward and backward passes of the weighted log-likelihood as L-BFGS
+    evaluated in the run, on the update's number of steps (L-BFGS's own vector arithmetic left
+    out), then the linear baseline's ridge solve on features of its shape; a network baseline's
+    steps are VPG's (``limits_floors.on_policy_floor``), not counted here."""
+    model = copy.deepcopy(policy.model)
+    if not sizes:
+        return None
+    actor = model.flat_parameters()[0]
+    generator = generator_for(seed)
+    most = max(sizes)
+    state = torch.randn(most, model.n_inputs, generator=generator)
+    action = torch.randint(model.actor[-1].out_features, (most,), generator=generator) \
+        if model.discrete else torch.randn(most, model.actor[-1].out_features,
+                                           generator=generator)
+    weights = torch.rand(most, generator=generator)
+    rng = np.random.default_rng(seed)
+    features = rng.standard_normal((most, 2 * model.n_inputs + 4))  # rllab's: s, s², t, t², t³, 1
+    returns = rng.standard_normal(most)
+    problems = list(zip(sizes, evaluations, strict=True))
+
+    def go() -> None:
+        for n, evals in problems:
+            for _ in range(evals):
+                actor.grad.zero_()
+                log_prob, _ = model.log_prob_entropy(state[:n], action[:n], entropy=False)
+                (-(weights[:n] * log_prob).mean()).backward()
+            f = features[:n]
+            np.linalg.lstsq(f.T @ f + 1e-5 * np.eye(f.shape[1]), f.T @ returns[:n], rcond=-1)
+    return timed(go, updates=len(problems), evaluations=sum(evaluations))

@@ -44,6 +44,7 @@ from stagerl.algorithms.dqn import DQNPolicy
 from stagerl.algorithms.dqn.recurrent import DRQNPolicy
 from stagerl.algorithms.extractors import NatureCNN
 from stagerl.algorithms.on_policy import PPOPolicy
+from stagerl.algorithms.on_policy.erwr import ERWRPolicy
 from stagerl.algorithms.on_policy.recurrent import RecurrentPPOPolicy
 from stagerl.algorithms.on_policy.reps import REPSPolicy
 from stagerl.algorithms.torch_state import denormals_flushed
@@ -56,13 +57,13 @@ Part = Callable[[], Callable[[], None] | None]
 def more_floors(prepared) -> Floors | None:
     """The floors of ``prepared``'s experiment if this module builds them (``None``: the MLP
     floors of ``limits_floors``); call before the counted run (it counts on its policy)."""
-    from limits_floors_memory import DRQNFloors, RecurrentPPOFloors, REPSFloors
+    from limits_floors_memory import DRQNFloors, ERWRFloors, RecurrentPPOFloors, REPSFloors
 
     env, policy = prepared.env, getattr(prepared.agent, "policy", prepared.agent)
     if hasattr(env, "players"):
         return GameFloors(prepared)
     for kind, floors in ((RecurrentPPOPolicy, RecurrentPPOFloors), (DRQNPolicy, DRQNFloors),
-                         (REPSPolicy, REPSFloors)):
+                         (REPSPolicy, REPSFloors), (ERWRPolicy, ERWRFloors)):
         if isinstance(policy, kind):
             return floors(policy)
     if isinstance(policy, DQNPolicy | PPOPolicy) and cnn_of(policy) is not None:

@@ -206,6 +206,7 @@ MORE = {
     "ppo-lstm-cartpole-novel": {"steps": 512, "n_steps": 32, "batch_size": 64},
     "ppo-lstm-rps": {"steps": 512, "n_steps": 32, "batch_size": 64},
     "drqn-cartpole-novel": {"steps": 300, "learning_starts": 100},
+    "erwr-cartpole": {"steps": 1200, "episodes_per_update": 4},
 }
 
 
@@ -330,6 +331,24 @@ def test_the_reps_floor_takes_the_runs_newton_steps_and_evaluations_on_its_duals
     assert work["evaluations"] == sum(floors.evaluations) >= policy.n_updates
     assert all(values >= 1 for *_, values in floors.duals)  # the start's value at least
     assert floors.duals[0][2] == 15.0 and floors.duals[0][3] is None  # rllab's first start
+
+
+def test_the_erwr_floor_takes_the_runs_lbfgs_evaluations_on_each_updates_steps(limits,
+                                                                               monkeypatch):
+    from stagerl.algorithms.on_policy import erwr
+
+    losses: list = []  # every evaluation of the actor's loss: L-BFGS's, and two more an update
+    loss = erwr.weighted_log_likelihood_loss
+
+    def counting(model, batch, weights):
+        losses.append(len(weights))
+        return loss(model, batch, weights)
+    monkeypatch.setattr(erwr, "weighted_log_likelihood_loss", counting)
+    prepared, policy, floors, parts, _ = counted_run(limits, "erwr-cartpole", "optimiser")
+    work = parts["learn"].work
+    assert work["updates"] == len(floors.sizes) == policy.n_updates > 1
+    assert work["evaluations"] == sum(floors.evaluations) == len(losses) - 2 * policy.n_updates
+    assert sum(floors.sizes) <= prepared.steps and set(floors.sizes) <= set(losses)
 
 
 def test_the_reps_floors_newton_steps_written_out_solve_the_dual_as_the_runs(limits,

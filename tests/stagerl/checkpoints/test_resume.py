@@ -331,9 +331,13 @@ def _checkpoint_is_mid_run(name: str, path: Path) -> None:
             assert 0 < len(experiment.policy.trajectory) < n_steps * env.num_envs
     else:
         assert tracker.running_length > 0 and not (env.is_terminated or env.is_truncated)
-    if isinstance(experiment.policy.policy, rl.RecurrentPolicy):  # memory live, not initial
-        assert (experiment.policy.policy.memory.values != 0).all(axis=tuple(range(
-            1, experiment.policy.policy.memory.values.ndim))).any()
+    policy = experiment.policy.policy
+    if isinstance(policy, rl.RecurrentPolicy):  # memory live, not initial
+        # the RNN's rows only: a previous action kept beside them is a one-hot, mostly zeros
+        model = getattr(policy, "model", None)
+        rows = model.recurrent_state_shape[0] if model is not None else None
+        values = policy.memory.values[:, :rows]
+        assert (values != 0).all(axis=tuple(range(1, values.ndim))).any()
 
 
 # SAC, PPO on Hopper (MuJoCo, normalised) and the recurrent ones here, the others in a fresh
