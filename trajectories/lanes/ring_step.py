@@ -106,7 +106,7 @@ def ring_step_push(trajectory, keys: tuple, general):
                   "        if not starting:", "            part = None"]
         if refuses_started or refuses_stepping:
             refused = "True" if refuses_started and refuses_stepping else \
-                "step[lane] == 1" if refuses_started else "step[lane] != 1"
+                "step.item(lane) == 1" if refuses_started else "step.item(lane) != 1"
             lines += ["        else:", "            step = C._step",
                       "            for lane in starting:", f"                if {refused}:",
                       f"                    {to_general}"]
@@ -159,12 +159,14 @@ _BODY = """\
         for lane in starting:
 {pads}
             SAMP[lane, prev] = False
-            ended = int(step[lane])
+            ended = step.item(lane)
             k = min(ended, um)
             a = (us + um - k) % P  # the episode's entries are a..a+k-1, mod P
-            b = min(a + k, P)
-            LENS[lane, a:b] = ended - 1
-            LENS[lane, :a + k - b] = ended - 1
+            if a + k <= P:
+                LENS[lane, a:a + k] = ended - 1
+            else:  # they wrap around the ring's end
+                LENS[lane, a:] = ended - 1
+                LENS[lane, :a + k - P] = ended - 1
         inserted = N - len(starting)
         C.last_full = ~part
         step += ONES
