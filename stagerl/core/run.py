@@ -50,6 +50,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from numpy import ndarray
+
 from stagerl.core.dispatch import push
 from stagerl.core.hooks import EmptyHook
 from stagerl.core.hooks_base import Hook
@@ -216,15 +218,16 @@ class Experiment:
         # Bound once: the per-step lookups of these methods cost more than the checks of the
         # default conditions themselves.
         check_stop, check_reset = stop_condition.check, reset_condition.check
-        # The default conditions of a single env are checked inline, with the rules of their
-        # check() (one call less each, per step; tests/stagerl/core/test_inline_conditions.py
-        # runs both ways): the reset while both flags are plain bools, the step count while
-        # no progress bar is due and the env counts one step per act (known after one check).
+        # The default conditions are checked inline, with the rules of their check() (one call
+        # less each, per step; tests/stagerl/core/test_loop_fast_paths.py runs both ways): the
+        # reset while both flags are plain bools or the terminations a vector env's array
+        # (never a reset), the step count while no progress bar is due, by the env's steps per
+        # act (known after one check).
         inline_reset = getattr(check_reset, "__func__", None) is _RESET_CHECK and \
             type(reset_condition) is ResetIfEnvTerminated
         counts_steps = getattr(check_stop, "__func__", None) is _STEPS_CHECK and \
             type(stop_condition) is StopAfterNSteps
-        inline_stop = False
+        inline_stop, steps_per_act = False, 1
         stop = False
         while not stop:
             calls = calls.current()
@@ -246,6 +249,8 @@ class Experiment:
                     reset = env.is_terminated
                     if reset is False:
                         reset = env.is_truncated
+                    elif type(reset) is ndarray and reset.ndim:  # a vector env's flags: never
+                        reset = False
                     if reset is not True and reset is not False:
                         reset = check_reset(policy, env)
                 else:
@@ -267,7 +272,7 @@ class Experiment:
                     for call in post_act:  # optimise(policy, PostActStage()); push(hook, ...)
                         call()
                 # after the PostAct hook
-                step = stop_condition.step + 1 if inline_stop else 0
+                step = stop_condition.step + steps_per_act if inline_stop else 0
                 if inline_stop and step < stop_condition._next_redraw:
                     stop_condition.step = step
                     stop = step >= stop_condition.n
@@ -275,8 +280,9 @@ class Experiment:
                     stop = check_stop(policy, env)
                     if stop is not True and stop is not False:
                         stop = bool(stop)
-                    inline_stop = counts_steps and stop_condition._env is env and \
-                        stop_condition._steps_per_act == 1
+                    if counts_steps:
+                        inline_stop = stop_condition._env is env
+                        steps_per_act = stop_condition._steps_per_act
                 if after_step:
                     for callback in after_step:
                         callback(stop)

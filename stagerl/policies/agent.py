@@ -14,12 +14,15 @@ from stagerl.core.policy import Policy
 from stagerl.core.stages import PostActStage, PostEpisodeStage, PreEpisodeStage, Stage
 from stagerl.policies.recurrent import STATE_TRACE, RecurrentPolicy
 from stagerl.policies.vector_steps import (
+    NEXT_STEP,
     _add_extra,
     complete_vector_episode,
+    count_nonzero,
     legal_actions_mask,
     record_vector_step,
     start_vector_episode,
     state_values,
+    vector_step_pusher,
 )
 from trajectories import Trajectory
 
@@ -306,12 +309,31 @@ def _push_plain_step(agent: Agent, stage: PostActStage, env, action):
     agent._push_values(env.state, action, env.reward, env.is_terminated)
 
 
+def _push_plain_vector_step(agent: Agent, stage: PostActStage, env, action):
+    # _push_agent_post_act for an agent of plain steps without next_action on a NEXT_STEP
+    # vector env: what record_vector_step(agent, env, action, {}) does for an act that
+    # truncates no episode, its checks of the agent and the env's mode made once
+    if env.any_episode_end and count_nonzero(env.is_truncated):
+        record_vector_step(agent, env, action, {})
+        return
+    start = env.episode_start if env.any_episode_start else None
+    push = agent.__dict__.get("_push_vector_step")
+    if push is None:
+        push = agent._push_vector_step = vector_step_pusher(agent)
+    push(env.state, action, env.reward, env.is_terminated, start)
+
+
 def _specialised_post_act(agent: Agent, env: Any) -> Any:
     """The run loop's PostAct push for ``agent`` in ``env``, both fixed for the run: the
-    method for a single env's plain steps, or None (the general method)."""
-    if agent._plain_steps and not isinstance(env, VectorEnv):
+    method for plain steps (a single env's, or a NEXT_STEP vector env's without next_action),
+    or None (the general method)."""
+    if not agent._plain_steps:
+        return None
+    if not isinstance(env, VectorEnv):
         return _push_plain_step
-    return None
+    if agent._completes_with_next_action or getattr(env, "autoreset_mode", None) is not NEXT_STEP:
+        return None
+    return _push_plain_vector_step
 
 
 _push_agent_post_act.specialised_for = _specialised_post_act

@@ -92,8 +92,9 @@ def ring_step_push(trajectory, keys: tuple, general):
     ns = dict(traj=trajectory, C=container, general=values_push(keys, general),
               STEP=step_of(keys), N=n, ndarray=np.ndarray,
               BOOL=np.dtype(bool), count_nonzero=np.count_nonzero, ISRC=InsertSampleRatioController,
-              ONES=np.ones(n, dtype=np.int64), STATES=container._states, SAMP=container._samp,
-              STEPS=container._steps, LENS=container._lens)
+              ONES=np.ones(n, dtype=np.int64), SAMP=container._samp, LENS=container._lens,
+              STATEST=_position_major(container._states), SAMPT=_position_major(container._samp),
+              STEPST=_position_major(container._steps))
     lines = ["    if traj._detour or traj.container is not C or not C._uniform or not C._filled "
              "or C._any_kept:", f"        {to_general}"]
     if with_start:  # the lanes that start an episode, checked as `RingLanes._check` would
@@ -106,7 +107,7 @@ def ring_step_push(trajectory, keys: tuple, general):
                   "        if not starting:", "            part = None"]
         if refuses_started or refuses_stepping:
             refused = "True" if refuses_started and refuses_stepping else \
-                "step[lane] == 1" if refuses_started else "step[lane] != 1"
+                "step.item(lane) == 1" if refuses_started else "step.item(lane) != 1"
             lines += ["        else:", "            step = C._step",
                       "            for lane in starting:", f"                if {refused}:",
                       f"                    {to_general}"]
@@ -117,7 +118,8 @@ def ring_step_push(trajectory, keys: tuple, general):
                   f"x{j}.shape != SHAPE{j}:", f"        {to_general}"]
     for j, (name, _) in enumerate(container._plain):
         ns[f"A{j}"] = plain_arrays[name]
-    writes = "\n".join(f"    A{j}[:, prev] = x{plain_at[name]}"
+        ns[f"A{j}T"] = _position_major(plain_arrays[name])
+    writes = "\n".join(f"    A{j}T[prev] = x{plain_at[name]}"
                         for j, (name, _) in enumerate(container._plain))
     pads = "\n".join(f"            A{j}[lane, prev] = 0" for j in range(len(container._plain)))
     source = _BODY.format(state=f"x{state_at}", writes=writes, pads=pads, as_dict=as_dict)
@@ -126,6 +128,12 @@ def ring_step_push(trajectory, keys: tuple, general):
     lines += source.splitlines()
     header = f"def push({', '.join(params)}):"
     return compile_function(header, lines, ns, "push")
+
+
+def _position_major(array):
+    """``array`` (lanes first) seen positions first: ``view[p]`` is ``array[:, p]``, which an
+    integer index writes faster than the pair ``[:, p]`` (~0.03-0.05 us a write)."""
+    return np.swapaxes(array, 0, 1)
 
 
 # `RingLanes._push_all` for uniform geometry, every lane holding a state, a full push; where
@@ -138,7 +146,7 @@ _BODY = """\
     um = C._um
     if um == P:  # every ring is full: each lane's oldest state and row go
         s = C._us
-        oldest = SAMP[:, s]
+        oldest = SAMPT[s]
         C._n_samp -= int(count_nonzero(oldest))
         oldest.fill(False)
         C._us = (s + 1) % P
@@ -147,10 +155,10 @@ _BODY = """\
     us = C._us
     new = (us + um) % P
     prev = new - 1 if new else P - 1
-    STATES[:, new] = {state}
+    STATEST[new] = {state}
 {writes}
     step = C._step
-    SAMP[:, prev].fill(True)
+    SAMPT[prev] = True
     if part is None:
         inserted = N
         C.last_full = None
@@ -159,18 +167,20 @@ _BODY = """\
         for lane in starting:
 {pads}
             SAMP[lane, prev] = False
-            ended = int(step[lane])
+            ended = step.item(lane)
             k = min(ended, um)
             a = (us + um - k) % P  # the episode's entries are a..a+k-1, mod P
-            b = min(a + k, P)
-            LENS[lane, a:b] = ended - 1
-            LENS[lane, :a + k - b] = ended - 1
+            if a + k <= P:
+                LENS[lane, a:a + k] = ended - 1
+            else:  # they wrap around the ring's end
+                LENS[lane, a:] = ended - 1
+                LENS[lane, :a + k - P] = ended - 1
         inserted = N - len(starting)
         C.last_full = ~part
         step += ONES
         for lane in starting:
             step[lane] = 1
-    STEPS[:, new] = step
+    STEPST[new] = step
     C._n_samp += inserted
     C._um = um + 1
     C._m.fill(um + 1)

@@ -15,6 +15,7 @@ import dataclasses
 import gymnasium
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -132,16 +133,48 @@ def test_a_reset_condition_subclass_is_asked_before_every_step():
     assert reset.calls == 100 + len(hook.steps) - 1
 
 
-def test_a_vector_env_runs_as_with_the_general_checks():
+def vector_env(mode, n=3, limit=9):
+    # A short time limit: episodes end by truncation as well as by termination.
+    return rl.GymVectorEnv(gymnasium.vector.SyncVectorEnv(
+        [lambda: gymnasium.make("CartPole-v1", max_episode_steps=limit)] * n,
+        autoreset_mode=mode), seed=0)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+@pytest.mark.parametrize("steps", [1, 3, 61, 300])
+def test_a_vector_env_runs_as_with_the_general_checks(mode, steps):
+    # inline: no reset check (the terminations are an array) and num_envs steps counted per
+    # act; general: both checks called; the same calls and the same stored rows either way
     runs = []
-    for stop, reset in ((rl.StopAfterNSteps(60, progress=False), rl.ResetIfEnvTerminated()),
-                        (GeneralStop(60, progress=False), GeneralReset())):
+    for stop, reset in ((rl.StopAfterNSteps(steps, progress=False), rl.ResetIfEnvTerminated()),
+                        (GeneralStop(steps, progress=False), GeneralReset())):
         hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
-        env = rl.GymVectorEnv("CartPole-v1", num_envs=3, seed=0)
-        rl.run(rl.RandomPolicy(rng=0), env, stop, hook, reset)
-        runs.append((hook[0].rewards, hook[1].steps, hook[1].count.tolist(),
+        runs.append((agent_run(vector_env(mode), stop, reset, hook), repr(figures(hook)),
                      stop.step))
-    assert runs[0] == runs[1] and runs[0][3] == 60
+    assert runs[0] == runs[1]
+    assert runs[0][2] == -(-steps // 3) * 3  # whole acts of 3 env-steps, the last one over
+    assert runs[0][0][3] > 0  # rows stored, lanes wrapped: 16 rows, many more acts
+    if steps == 300:
+        assert runs[0][0][3] > 16
+
+
+def test_a_vector_env_counts_and_redraws_as_the_stop_conditions_check(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    stop, general = rl.StopAfterNSteps(250, progress=True), GeneralStop(250, progress=True)
+    for condition in (stop, general):
+        rl.run(rl.RandomPolicy(rng=0), vector_env(AutoresetMode.NEXT_STEP, n=4), condition)
+    assert stop.step == general.step == 252  # 63 acts of 4 env-steps
+    assert stop._bar.n == general._bar.n == 250 and stop._next_redraw == general._next_redraw
+
+
+def test_replaced_checks_of_the_default_conditions_are_called_on_a_vector_env():
+    seen = []
+    reset, stop = rl.ResetIfEnvTerminated(), rl.StopAfterNSteps(30, progress=False)
+    reset_check, stop_check = reset.check, stop.check
+    reset.check = lambda policy, env: seen.append("reset") or reset_check(policy, env)
+    stop.check = lambda policy, env: seen.append("stop") or stop_check(policy, env)
+    rl.run(rl.RandomPolicy(rng=0), vector_env(AutoresetMode.NEXT_STEP), stop, None, reset)
+    assert seen == ["reset", "stop"] * 10  # 10 acts of 3 env-steps, one episode
 
 
 def no_grouping(monkeypatch):
@@ -252,7 +285,53 @@ def test_the_agent_keeps_the_generated_pushes_after_its_first_episode():
     assert calls.push_with_action[int].__name__ == "_push_plain_step"
     vector = stage_calls.StageCalls(agent, rl.GymVectorEnv("CartPole-v1", num_envs=2),
                                     rl.EmptyHook())
-    assert vector.push_with_action[np.ndarray].__name__ == "_push_agent_post_act"
+    assert vector.push_with_action[np.ndarray].__name__ == "_push_plain_vector_step"
+    same_step = stage_calls.StageCalls(agent, rl.GymVectorEnv(
+        "CartPole-v1", num_envs=2, vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}),
+        rl.EmptyHook())
+    assert same_step.push_with_action[np.ndarray].__name__ == "_push_agent_post_act"
+
+
+class Recording(rl.InsertSampleRatioController):
+    """Keeps what every ``on_insert`` was given."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def on_insert(self, n, data=None):
+        super().on_insert(n, data)
+        self.seen.append((n, {k: np.asarray(data[k]).tolist() for k in data}))
+
+
+@pytest.mark.parametrize("controller", [rl.InsertSampleRatioController, Recording])
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+@pytest.mark.parametrize("steps", [3, 40, 600])
+def test_the_agents_vector_push_stores_what_the_general_push_stores(mode, steps, controller,
+                                                                     monkeypatch):
+    # the Agent's PostAct push specialised for a vector env's plain steps (NEXT_STEP) and the
+    # generated ring push, against the Agent's general method and the trajectory's dict push:
+    # terminations, 20-step truncations, each lane's ring of 6 rows wrapped many times
+    def run():
+        env = vector_env(mode, limit=20)
+        traces = rl.CircularArraySARTSTraces(capacity=16, env=env)
+        agent = rl.Agent(rl.RandomPolicy(rng=3), rl.Trajectory(traces, controller=controller()))
+        hook = rl.TotalRewardPerEpisode() + rl.StepsPerEpisode()
+        rl.run(agent, env, rl.StopAfterNSteps(steps, progress=False), hook)
+        t, c = agent.trajectory, agent.trajectory.container
+        return ([t[k].tolist() for k in ("state", "next_state", "action", "reward", "terminal")],
+                c.lane_lengths(), c.episodes_lengths.tolist(), c.sampleable_inds.tolist(),
+                c.step_numbers.tolist(), repr(vars(t.controller)), repr(figures(hook)),
+                hook[1].steps)
+
+    fast = run()
+    with monkeypatch.context() as patch:
+        patch.setattr(stage_calls, "_specialised", lambda method, policy, env: method)
+        assert run() == fast
+        patch.setattr("trajectories.trajectory.ring_step_push", lambda *args: None)
+        assert run() == fast
+    if steps == 600:  # 200 acts: every lane's ring full; truncations and terminations
+        assert fast[1] == [6, 6, 6] and 20 in fast[-1] and min(fast[-1]) < 20
 
 
 @dataclasses.dataclass

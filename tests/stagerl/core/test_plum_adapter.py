@@ -77,3 +77,64 @@ def test_methods_expose_implementation_types_varargs_and_precedence():
     assert signature.types == (B, int), _explain("Method.signature.types")
     assert not signature.has_varargs and signature.precedence == 0, _explain(
         "Method.signature.has_varargs / precedence")
+
+
+def test_kept_lookups_are_those_plum_makes_on_the_values():
+    # stagerl's own generic functions, looked up twice (the second time from the kept
+    # lookups), against plum's own lookup on the same arguments
+    import stagerl as rl
+
+    env = rl.RandomWalk1D()
+    agent = rl.Agent(rl.RandomPolicy(rng=0), rl.Trajectory(rl.CircularArraySARTSTraces(
+        capacity=4)))
+    calls = [(rl.push, (agent, rl.PreEpisodeStage(), env)),
+             (rl.push, (agent, rl.PostActStage(), env, 1)),
+             (rl.push, (rl.StepsPerEpisode(), rl.PostActStage(), agent, env)),
+             (rl.plan, (agent, env)), (rl.plan, (rl.RandomPolicy(), env)),
+             (rl.optimise, (agent, rl.PostActStage()))]
+    for function, args in calls * 2:
+        assert plum_adapter.resolve(function, args) == function.resolve_method(args)
+        types = tuple(map(type, args))
+        assert plum_adapter.resolve_types(function, types) == function.resolve_method(args)
+
+
+def test_a_kept_lookup_follows_a_new_or_redefined_method():
+    local = plum.Dispatcher()
+
+    @local
+    def g(x: A):
+        return "A"
+
+    assert plum_adapter.resolve(g, (B(),))[0](B()) == "A"
+
+    @local
+    def g(x: B):  # noqa: F811 - more specific: found from now on
+        return "B"
+
+    assert plum_adapter.resolve(g, (B(),))[0](B()) == "B"
+    assert plum_adapter.resolve_types(g, (B,))[0](B()) == "B"
+
+    @local
+    def g(x: B):  # noqa: F811 - the same signature again (a notebook cell run twice)
+        return "B again"
+
+    assert plum_adapter.resolve(g, (B(),))[0](B()) == "B again"
+    assert plum_adapter.resolve_types(g, (B,))[0](B()) == "B again"
+
+
+def test_a_function_with_an_unfaithful_method_is_looked_up_on_the_values():
+    from typing import Literal
+
+    local = plum.Dispatcher()
+
+    @local
+    def h(x: int):
+        return "int"
+
+    @local
+    def h(x: Literal[1]):  # noqa: F811 - an unfaithful type: the value decides
+        return "one"
+
+    assert plum_adapter.resolve(h, (1,))[0](1) == "one"
+    assert plum_adapter.resolve(h, (2,))[0](2) == "int"
+    assert plum_adapter.resolve(h, (1,))[0](1) == "one"

@@ -86,3 +86,67 @@ def test_an_agent_stores_the_same_rows_from_either_path(mode):
     fast = stored(GymVectorEnv(sync_env(mode), seed=1))
     assert fast == stored(GymVectorEnv(Plain(sync_env(mode)), seed=1))
     assert fast[-1] > 24  # wrapped
+
+
+def expected_fields(mode, before, obs, reward, terminated, truncated, info):
+    """What every field must be after a step, from gymnasium's own results: ``before`` is the
+    lanes that ended at the act before (NEXT_STEP: reset-only now)."""
+    done = terminated | truncated
+    start = before if mode == AutoresetMode.NEXT_STEP else done
+    final = obs.copy()
+    if mode == AutoresetMode.SAME_STEP:
+        for lane in np.flatnonzero(done):
+            final[lane] = info["final_obs"][lane]
+    stepped = ~start if mode == AutoresetMode.NEXT_STEP else np.ones_like(done)
+    return (obs.tolist(), final.tolist(), reward.tolist(), terminated.tolist(),
+            truncated.tolist(), start.tolist(), stepped.tolist(), bool(start.any()),
+            bool(done.any()))
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_every_field_is_what_gymnasiums_own_step_says(mode, wrapped):
+    """The counts and the masks made only when read (no lane started or ended an episode)
+    against the flags gymnasium returns, on either path; the lane masks are new arrays at
+    every act, as before."""
+    ours = GymVectorEnv(Plain(sync_env(mode)) if wrapped else sync_env(mode), seed=4)
+    raw = sync_env(mode)
+    ours.reset()
+    raw.reset(seed=4)
+    assert ours.episode_start.tolist() == [True] * 4 and ours.any_episode_start
+    before = np.zeros(4, dtype=bool)  # no lane ended before the first act
+    seen_masks = []
+    for step, action in enumerate(np.random.default_rng(1).integers(2, size=(80, 4))):
+        ours.act(action)
+        obs, reward, terminated, truncated, info = raw.step(action)
+        expected = expected_fields(mode, before, obs, reward, terminated, truncated, info)
+        if step % 2:  # the fields read in another order: the masks made on first read
+            assert ours.stepped.tolist() == expected[6]
+        assert fields(ours) == expected
+        assert ours.episode_start is ours.episode_start  # made once per act
+        seen_masks.append(ours.episode_start)
+        before = terminated | truncated
+    pairs = zip(seen_masks[:-1], seen_masks[1:], strict=True)
+    assert not any(np.shares_memory(a, b) for a, b in pairs)
+    starts = [m.any() for m in seen_masks]
+    assert any(starts) and not all(starts)
+
+
+def test_a_copy_made_by_an_earlier_version_goes_on_as_the_original():
+    """An env pickled when no lane had ended kept an all-False mask of ended lanes; loaded,
+    it reads as no lane ending (the next act starts no episode)."""
+    import pickle
+
+    env = GymVectorEnv(sync_env(AutoresetMode.NEXT_STEP), seed=0)
+    env.reset()
+    env.act(np.zeros(4, dtype=np.int64))
+    assert env._done is None
+    state = env.__getstate__()
+    state["_done"] = np.zeros(4, dtype=bool)  # as earlier versions saved it
+    copy = GymVectorEnv.__new__(GymVectorEnv)
+    copy.__setstate__(pickle.loads(pickle.dumps(state)))
+    original = pickle.loads(pickle.dumps(env))
+    for action in np.random.default_rng(2).integers(2, size=(30, 4)):
+        copy.act(action)
+        original.act(action)
+        assert fields(copy) == fields(original)
