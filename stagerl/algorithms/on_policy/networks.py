@@ -182,8 +182,10 @@ class ActorCritic(nn.Module):
     def __setstate__(self, state: dict) -> None:
         state.pop("_layers", None)  # the copy's parameters are new objects
         super().__setstate__(state)
-        for flat in self._flats:
-            flat.grad = None
+        for flat in self._flats:  # a gradient restored with its tensor is kept (relink: views)
+            grad = flat.grad
+            if grad is not None and (grad.shape != flat.shape or grad.device != flat.device):
+                flat.grad = None
         self.relink()
 
     def value(self, states: Any) -> torch.Tensor:
