@@ -121,6 +121,18 @@ def test_episodes_ending_at_every_ring_position_agree(capacity, steps):
     agree("insert", capacity, ops * 3)
 
 
+@pytest.mark.parametrize("controller", ["insert", "recording"])
+@pytest.mark.parametrize("capacity", [N, 2 * N, 4 * N])
+def test_episodes_ending_in_several_lanes_at_every_ring_position_agree(controller, capacity):
+    """Lane l starts a new episode every l + 2 acts (lanes 0 and 1 together every 6th, all
+    three every 12th): over 40 acts each lane's episodes end at every position of its ring of
+    at most 13 states, wrapped around its end or not; the padding rows, flags, step numbers,
+    episode lengths and what the controller is given agree."""
+    ops = [("step", [t % 5 == 0, False, t % 7 == 0],
+            [t % (lane + 2) == 0 for lane in range(N)]) for t in range(1, 41)]
+    agree(controller, capacity, ops)
+
+
 def agree(controller, capacity, ops):
     def trajectory():
         t = split_lanes(Trajectory(
