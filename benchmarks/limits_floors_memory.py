@@ -206,7 +206,6 @@ class REPSFloors(Floors):
     def __init__(self, policy: REPSPolicy) -> None:
         self.policy, self.duals, self.evaluations = policy, [], []
         solve, optimiser = policy.solve_dual, policy.optimiser
-        run_step = optimiser.step
 
         def solve_dual(returns, features):
             start = (self.policy.eta, None if self.policy.dual_v is None
@@ -231,17 +230,29 @@ class REPSFloors(Floors):
                 self.duals.append((returns.copy(), features.copy(), *start, counts["newton"],
                                    counts["values"] - counts["newton"]))
 
-        def step(closure):
-            out = run_step(closure)
-            self.evaluations.append(int(optimiser.state[optimiser._params[0]]["func_evals"]))
-            return out
-        policy.solve_dual, optimiser.step = solve_dual, step  # the counted run's only
+        policy.solve_dual = solve_dual  # the counted run's only
+        count_lbfgs_evaluations(optimiser, self.evaluations)
 
     def parts(self, acts: int, num_envs: int, seed: int) -> dict[str, Part]:
-        policy = self.policy  # acting: limits_floors' numpy copy of the actor-critic
-        return {"act": lambda: act_floor(policy, round(greedy_acts(policy, acts, num_envs)),
-                                         num_envs, policy.model.n_inputs, seed),
-                "learn": lambda: reps_learn(policy, self.duals, self.evaluations, seed)}
+        return {"act": lambda: actor_critic_act(self.policy, acts, num_envs, seed),
+                "learn": lambda: reps_learn(self.policy, self.duals, self.evaluations, seed)}
+
+
+def count_lbfgs_evaluations(optimiser, evaluations: list) -> None:
+    """After each of ``optimiser``'s (an L-BFGS's) steps, append its evaluations of the loss."""
+    run_step = optimiser.step
+
+    def step(closure):
+        out = run_step(closure)
+        evaluations.append(int(optimiser.state[optimiser._params[0]]["func_evals"]))
+        return out
+    optimiser.step = step
+
+
+def actor_critic_act(policy, acts: int, num_envs: int, seed: int):
+    """The acting part: limits_floors' numpy copy of the actor-critic."""
+    return act_floor(policy, round(greedy_acts(policy, acts, num_envs)), num_envs,
+                     policy.model.n_inputs, seed)
 
 
 def dual_derivatives(x: np.ndarray, returns: np.ndarray, features: np.ndarray, epsilon: float,
@@ -377,23 +388,17 @@ class ERWRFloors(Floors):
 
     def __init__(self, policy: ERWRPolicy) -> None:
         self.policy, self.sizes, self.evaluations = policy, [], []
-        optimiser, run_step, run_update = policy.optimiser, policy.optimiser.step, policy.update
+        run_update = policy.update
 
         def update(batch):
             self.sizes.append(len(batch["advantage"]))
             return run_update(batch)
-
-        def step(closure):
-            out = run_step(closure)
-            self.evaluations.append(int(optimiser.state[optimiser._params[0]]["func_evals"]))
-            return out
-        policy.update, optimiser.step = update, step  # the counted run's only
+        policy.update = update  # the counted run's only
+        count_lbfgs_evaluations(policy.optimiser, self.evaluations)
 
     def parts(self, acts: int, num_envs: int, seed: int) -> dict[str, Part]:
-        policy = self.policy  # acting: limits_floors' numpy copy of the actor-critic
-        return {"act": lambda: act_floor(policy, round(greedy_acts(policy, acts, num_envs)),
-                                         num_envs, policy.model.n_inputs, seed),
-                "learn": lambda: erwr_learn(policy, self.sizes, self.evaluations, seed)}
+        return {"act": lambda: actor_critic_act(self.policy, acts, num_envs, seed),
+                "learn": lambda: erwr_learn(self.policy, self.sizes, self.evaluations, seed)}
 
 
 def erwr_learn(policy: ERWRPolicy, sizes: list, evaluations: list, seed: int):
