@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from stagerl.algorithms.adam_step import _global_hooks
+from stagerl.algorithms.adam_step import _cpu_float32_states, _one_plain_group
 
 __all__ = ["rmsprop_step"]
 
@@ -37,33 +37,20 @@ def rmsprop_step(optimiser: torch.optim.Optimizer) -> None:
         >>> [round(w, 4) for w in weight.tolist()], int(rmsprop.state[weight]["step"])
         ([0.7431, 1.2569], 2)
     """
-    groups = optimiser.param_groups
-    if (type(optimiser) is not torch.optim.RMSprop or len(groups) != 1
-            or optimiser._optimizer_step_pre_hooks or optimiser._optimizer_step_post_hooks
-            or _global_hooks()):
+    group = _one_plain_group(optimiser, torch.optim.RMSprop)
+    if group is None:
         optimiser.step()
         return
-    group = groups[0]
     lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
     if any(group.get(k, not v) != v for k, v in _PLAIN) or any(
             isinstance(v, torch.Tensor) for v in (lr, alpha, eps)):  # tensor settings
         optimiser.step()
         return
-    state = optimiser.state
-    params, grads, square_avgs, steps = [], [], [], []
-    for p in group["params"]:
-        grad = p.grad
-        if grad is None:  # as RMSprop: a parameter without a gradient is left alone
-            continue
-        s = state.get(p)
-        if (not s or p.device.type != "cpu" or p.dtype != torch.float32 or grad.is_sparse
-                or grad.dtype != torch.float32 or s["step"].device.type != "cpu"):
-            optimiser.step()  # its first step creates the state (or a case not covered here)
-            return
-        params.append(p)
-        grads.append(grad)
-        square_avgs.append(s["square_avg"])
-        steps.append(s["step"])
+    found = _cpu_float32_states(optimiser, group, ("square_avg", "step"))
+    if found is None:
+        optimiser.step()  # its first step creates the state (or a case not covered here)
+        return
+    params, grads, (square_avgs, steps) = found
     if not params:
         return
     with torch.no_grad():  # as the optimiser's step: the weights change in place
