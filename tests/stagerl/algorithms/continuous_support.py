@@ -2,18 +2,8 @@
 that pin one update's numbers, and parameter snapshots."""
 
 import gymnasium
-import pytest
 import torch
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """These small networks run as fast on one thread, and a busy machine makes two crawl."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
 STATE_SPACE = gymnasium.spaces.Box(-10.0, 10.0, (2,))
 ACTION_SPACE = gymnasium.spaces.Box(-2.0, 2.0, (1,))

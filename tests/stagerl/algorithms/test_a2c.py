@@ -8,20 +8,12 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
 import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms.on_policy import ActorCritic, make_vector_env
 from stagerl.algorithms.on_policy.a2c import A2CConfig, a2c_loss, make_a2c_agent
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 LN3 = math.log(3.0)
 

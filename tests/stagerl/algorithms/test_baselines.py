@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.vector import AutoresetMode
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 from scripted_envs import scripted_vector_env
 
 import stagerl as rl
@@ -28,14 +29,6 @@ STATES = np.array([[0.5, -1.0], [1.0, 0.0], [-2.0, 0.5], [0.0, 12.0], [1.5, -0.5
                    [3.0, 2.0], [1.0, -3.0], [2.0, 1.0], [-1.0, -1.0], [0.25, 0.75], [0.0, 0.0]])
 STEPS = np.array([0, 50, 100, 150, 0, 100, 200, 0, 60, 120, 180, 240])
 RETURNS = np.array([4.0, 3.0, 2.5, 1.0, 3.5, 2.0, 1.5, 5.0, 4.0, 2.0, 1.0, 0.5])
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_the_linear_fit_is_the_regularised_least_squares_solution():

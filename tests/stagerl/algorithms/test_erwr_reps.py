@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.vector import AutoresetMode
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 from scripted_envs import scripted_vector_env
 
 import stagerl as rl
@@ -29,14 +30,6 @@ F64 = dict(dtype=torch.float64)
 RETURNS = np.array([1.0, 2.0, 0.5, 3.0, 1.5])
 FEATURES = np.array([[0.5, -1.0], [-0.5, 0.0], [1.0, 1.0], [-1.0, 0.5], [0.0, -0.5]])
 FEATURES = FEATURES - FEATURES.mean(axis=0)
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 # ---- ERWR ------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.vector import AutoresetMode
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 from scripted_envs import scripted_env, scripted_vector_env
 
 import stagerl as rl
@@ -18,15 +19,6 @@ from stagerl.algorithms.on_policy import (
     add_gae,
     rollout_trajectory,
 )
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    # Tiny networks: one thread is faster, and two threads stall whenever the other core is busy.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 class Recorder(OnPolicy):

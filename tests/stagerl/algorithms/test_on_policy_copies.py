@@ -8,6 +8,7 @@ import pickle
 
 import pytest
 import torch
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
 import stagerl as rl
 from stagerl.algorithms.on_policy import make_vector_env
@@ -15,15 +16,6 @@ from stagerl.algorithms.on_policy.a2c import A2CConfig, make_a2c_agent
 from stagerl.algorithms.on_policy.ppo import PPOConfig, make_ppo_agent
 from stagerl.algorithms.on_policy.trpo import TRPOConfig, make_trpo_agent
 from stagerl.algorithms.on_policy.vpg import VPGConfig, make_vpg_agent
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 BUILDERS = {
     "ppo": lambda env, device: make_ppo_agent(

@@ -10,19 +10,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "algorithms" / "on_policy.md"
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def python_blocks() -> list[str]:

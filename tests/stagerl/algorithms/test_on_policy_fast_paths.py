@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.vector import AutoresetMode
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
 import stagerl as rl
 from stagerl.algorithms.on_policy import A2CConfig, PPOConfig, make_a2c_agent, make_ppo_agent
@@ -18,14 +19,6 @@ from stagerl.algorithms.on_policy.rollout import read_rollout, take_columns
 from stagerl.utils.networks import clip_grad_norm
 from stagerl.utils.returns import generalized_advantage_estimation
 from trajectories.lanes import RingLanes
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def short_episodes(num_envs: int, seed: int) -> rl.GymVectorEnv:

@@ -8,19 +8,12 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
 import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms.on_policy import ActorCritic, make_vector_env
 from stagerl.algorithms.on_policy.ppo import PPOConfig, make_ppo_agent, ppo_loss
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def tiny_model() -> ActorCritic:

@@ -12,20 +12,13 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.vector import AutoresetMode
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 from scripted_envs import scripted_vector_env
 
 import stagerl as rl
 from stagerl.algorithms import PPOConfig, make_ppo_agent
 from stagerl.algorithms.on_policy.ppo import adapt_kl_coef, ppo_loss
 from stagerl.logging import ScalarListener
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_the_coefficient_follows_the_rule_on_a_scripted_sequence_of_kls():

@@ -5,19 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
 import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms.on_policy import make_vector_env
 from stagerl.algorithms.on_policy.trpo import TRPOConfig, conjugate_gradient, make_trpo_agent
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_conjugate_gradient_solves_a_positive_definite_system():

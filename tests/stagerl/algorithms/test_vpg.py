@@ -7,20 +7,13 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.vector import AutoresetMode
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 from scripted_envs import scripted_env, scripted_vector_env
 
 import stagerl as rl
 import stagerl.experiments as experiments
 from stagerl.algorithms.on_policy import make_vector_env
 from stagerl.algorithms.on_policy.vpg import VPGConfig, make_vpg_agent, vpg_loss
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def recording(agent):

@@ -12,6 +12,7 @@ import re
 
 import pytest
 import torch
+from one_thread import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
 from stagerl.algorithms import (
     A3CConfig,
@@ -43,14 +44,6 @@ from stagerl.distributed import (
     replay_plan,
     stream_plan,
 )
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 class InProcessPool:
