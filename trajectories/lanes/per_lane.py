@@ -76,33 +76,42 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         return [len(lane) for lane in self._lanes]
 
     def _offsets(self) -> np.ndarray:
-        return np.cumsum([0] + [len(lane) for lane in self._lanes])
+        total, off = 0, [0]
+        for lane in self._lanes:  # a Python running sum: np.cumsum of a list costs ~5 us more
+            total += len(lane)
+            off.append(total)
+        return np.array(off, dtype=np.int64)
 
     def _locate(self, idx: np.ndarray):
         # Samplers ask for several traces at the same rows: locate them once per index array
         # (the copy guards against an index array changed in place between two calls).
         hit = self._located
         if hit is not None and hit[0] is idx and hit[2] == self._version \
-                and np.array_equal(hit[1], idx):
+                and hit[1].shape == idx.shape and (hit[1] == idx).all():
             return hit[3], hit[4]
         flat = np.asarray(idx, dtype=np.int64).ravel()
         lane, local = self.lane_of(flat)
-        order = np.argsort(lane, kind="stable")
-        bounds = np.searchsorted(lane[order], np.arange(self.n_lanes + 1))
+        order = lane.argsort(kind="stable")
+        bounds = lane[order].searchsorted(np.arange(self.n_lanes + 1))
         parts = [(i, local[order[a:b]]) for i, (a, b) in
-                 enumerate(zip(bounds[:-1], bounds[1:], strict=True)) if b > a]
+                 enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)) if b > a]
         self._located = (idx, np.array(idx, copy=True), self._version, order, parts)
         return order, parts
 
     def _gather(self, idx, read) -> np.ndarray:
         idx = np.asarray(idx)
+        if self.n_lanes == 1:  # global rows are the lane's rows: nothing to locate
+            rows = np.asarray(idx, dtype=np.int64).ravel()
+            if not rows.size or rows.min() >= 0:  # (a negative row: refused as below)
+                return _shaped(read(self._lanes[0], rows), idx.shape)
+        return self._gather_located(idx, read)
+
+    def _gather_located(self, idx: np.ndarray, read) -> np.ndarray:
+        """`_gather` for any number of lanes: the rows located lane by lane."""
         order, parts = self._locate(idx)
         if len(parts) == 1:
             lane, rows = parts[0]
-            out = read(self._lanes[lane], rows)
-            if is_nested(out):  # a nested trace: every leaf shaped alike
-                return tree_map(lambda leaf: leaf.reshape(idx.shape + leaf.shape[1:]), out)
-            return out.reshape(idx.shape + out.shape[1:])
+            return _shaped(read(self._lanes[lane], rows), idx.shape)
         chunks = [read(self._lanes[lane], rows) for lane, rows in parts]
         if not chunks:  # no rows asked for: an empty result of the right dtype and frame
             chunks = [read(self._lanes[0], _NO_ROWS)]
@@ -303,6 +312,13 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         for lane in self._lanes:
             lane.clear(keep_running_episodes)
         self._version += 1
+
+
+def _shaped(out, shape: tuple):
+    """``out`` (rows first) with its rows in ``shape``; a nested read: every leaf alike."""
+    if is_nested(out):
+        return tree_map(lambda leaf: leaf.reshape(shape + leaf.shape[1:]), out)
+    return out.reshape(shape + out.shape[1:])
 
 
 def _lane_value(value, i: int):
