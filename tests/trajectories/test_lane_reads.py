@@ -21,7 +21,7 @@ def _wrapped_lanes(n_lanes: int, layout=CircularArraySARTSTraces, seed: int = 0)
                          n_lanes)
     first = {} if sartsa else {"legal_actions_mask": np.ones((n_lanes, 3), bool)}
     lb.push(state=rng.random((n_lanes, 2)).astype(np.float32), **first)
-    for k in range(1, 41):
+    for _ in range(40):
         ends = rng.random(n_lanes) < 0.2
         mask = {} if sartsa else {"legal_actions_mask": rng.random((n_lanes, 3)) < 0.5}
         lb.push(state=rng.random((n_lanes, 2)).astype(np.float32),
@@ -95,3 +95,34 @@ def test_an_index_array_changed_in_place_is_located_again():
     before = lb.take("state", idx)
     idx[:] = idx[::-1].copy()
     assert lb.take("state", idx).tobytes() == before[::-1].tobytes()
+
+
+def test_offsets_follow_every_write_and_stay_out_of_the_state():
+    import pickle
+
+    lb = _wrapped_lanes(3)
+
+    def check():
+        assert lb._offsets().tolist() == np.cumsum([0] + lb.lane_lengths()).tolist()
+
+    check()
+    lb.push(state=np.ones((3, 2), np.float32), action=np.zeros(3, np.int64),
+            reward=np.zeros(3), terminal=np.array([True, False, False]),
+            legal_actions_mask=np.ones((3, 3), bool))
+    check()
+    lb.pop(1)
+    check()
+    lb.popleft(2)
+    check()
+    lb.extend(0, state=np.zeros((3, 2), np.float32), action=np.zeros(2, np.int64),
+              reward=np.zeros(2), terminal=np.array([False, True]),
+              legal_actions_mask=np.ones((3, 3), bool))
+    check()
+    state = lb.__getstate__()
+    assert "_offsets_at" not in state  # a cache: what a checkpoint holds is unchanged
+    copy = pickle.loads(pickle.dumps(lb))  # a buffer rebuilt from that state reads the same
+    idx = np.arange(len(lb))
+    assert copy.take("state", idx).tobytes() == lb.take("state", idx).tobytes()
+    lb.clear()
+    check()
+    assert len(lb) == 0

@@ -62,6 +62,7 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
     def __getstate__(self):
         state = super().__getstate__()
         state["_located"] = None  # a cache of the last batch's lanes
+        state.pop("_offsets_at", None)  # and of the lanes' offsets
         return state
 
     @property
@@ -76,11 +77,16 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         return [len(lane) for lane in self._lanes]
 
     def _offsets(self) -> np.ndarray:
-        total, off = 0, [0]
-        for lane in self._lanes:  # a Python running sum: np.cumsum of a list costs ~5 us more
-            total += len(lane)
-            off.append(total)
-        return np.array(off, dtype=np.int64)
+        cached = self.__dict__.get("_offsets_at")  # absent in a buffer unpickled from older state
+        if cached is None or cached[0] != self._version:  # lane lengths change only with writes
+            total, off = 0, [0]
+            for lane in self._lanes:
+                total += len(lane)
+                off.append(total)
+            offsets = np.array(off, dtype=np.int64)
+            offsets.flags.writeable = False
+            cached = self._offsets_at = (self._version, offsets)
+        return cached[1]
 
     def _locate(self, idx: np.ndarray):
         # Samplers ask for several traces at the same rows: locate them once per index array
@@ -95,7 +101,7 @@ class PerLaneEpisodes(LanedEpisodesBuffer):
         bounds = lane[order].searchsorted(np.arange(self.n_lanes + 1))
         parts = [(i, local[order[a:b]]) for i, (a, b) in
                  enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)) if b > a]
-        self._located = (idx, np.array(idx, copy=True), self._version, order, parts)
+        self._located = (idx, idx.copy(), self._version, order, parts)
         return order, parts
 
     def _gather(self, idx, read) -> np.ndarray:
