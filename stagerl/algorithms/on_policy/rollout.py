@@ -270,6 +270,9 @@ def carried_steps(rollout: dict, first_steps: Any = None) -> np.ndarray:
     without rows."""
     valid = rollout["valid"]
     n_lanes = valid.shape[1]
+    if len(valid) and valid.all():  # every lane's last row is the grid's last
+        ended = rollout["terminal"][-1] | rollout["truncated"][-1]
+        return np.where(ended, 0, rollout["step"][-1] + 1)
     carried = np.zeros(n_lanes, dtype=np.int64) if first_steps is None else \
         np.asarray(first_steps, dtype=np.int64).copy()
     held = valid.sum(axis=0)

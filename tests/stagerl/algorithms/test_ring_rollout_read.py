@@ -4,8 +4,8 @@ and bit for bit, on the rollouts of vector runs: rings wrapped around and reused
 rollouts (each cleared, its lanes' start positions moving), terminal and truncated steps at
 every row of the rollout including its last (SAME_STEP autoreset, final observations
 bootstrapped), the episode steps carried from rollout to rollout; lanes of unequal lengths fall
-back to the general read. Whole runs of every on-policy algorithm learn the same parameters
-either way."""
+back to the general read. Clearing every lane at once is the lane-by-lane clear. Whole runs of
+every on-policy algorithm learn the same parameters either way."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from stagerl.algorithms.on_policy.rollout_rings import grid_episode_steps, read_
 from stagerl.algorithms.on_policy.trpo import TRPOConfig, make_trpo_agent
 from stagerl.algorithms.on_policy.vpg import VPGConfig, make_vpg_agent
 from trajectories import CircularArrayBuffer, CircularArraySARTSTraces, Traces, split_lanes
-from trajectories.lanes import RingLanes
+from trajectories.lanes import RingLanes, ring_edits
 
 
 def short_episodes(num_envs: int, seed: int, limit: int = 13) -> rl.GymVectorEnv:
@@ -109,8 +109,13 @@ def test_the_ring_read_is_the_row_by_row_read_on_a_vector_runs_rollouts(n_steps,
         assert fast["valid"].all() and fast["chain_end"][-1].all()
         ended_at.update(np.nonzero(fast["terminal"])[0].tolist())
         truncated_at.update(np.nonzero(fast["truncated"])[0].tolist())
-        np.testing.assert_array_equal(carried_steps(fast, first_steps),
-                                      carried_steps(general, first_steps))
+        # every row valid: the last row read directly; padded, the general branch
+        padded = {name: np.concatenate([value, np.zeros_like(value[:1])])
+                  for name, value in fast.items()}
+        for first in (first_steps, None):
+            carried = carried_steps(fast, first)
+            assert carried.dtype == np.int64
+            np.testing.assert_array_equal(carried, carried_steps(padded, first))
     assert wrapped and len(starts) > 3  # rings reused, each rollout elsewhere in them
     assert ended_at == truncated_at == set(range(n_steps))  # at every row, the last included
     assert any(first is not None and first.any() for _, first in rollouts)
@@ -158,6 +163,39 @@ def test_rings_with_an_empty_lane_or_no_transitions_fall_back():
     assert_same_rollout(rollout, read_rollout_rows(rings, policy))
 
 
+def assert_same_rings(a: RingLanes, b: RingLanes) -> None:
+    """Every attribute of two rings equal (arrays to the value and dtype)."""
+    state_a, state_b = a.__getstate__(), b.__getstate__()
+    assert sorted(state_a) == sorted(state_b)
+    for name, value in state_a.items():
+        if isinstance(value, np.ndarray):
+            assert value.dtype == state_b[name].dtype, name
+            np.testing.assert_array_equal(value, state_b[name], err_msg=name)
+        elif isinstance(value, (bool, int, np.integer, np.bool_, type(None))):
+            assert value == state_b[name] and type(value) is type(state_b[name]), name
+
+
+def test_clearing_every_lane_at_once_is_the_lane_by_lane_clear():
+    env = short_episodes(8, seed=5)
+    agent = make_a2c_agent(env, A2CConfig(n_steps=5), seed=5, device="cpu")
+    rollouts = rollouts_of(agent, env, 8 * 5 * 30)
+    fast_cleared = 0
+    for container, _ in rollouts:
+        held_every_lane = bool((container._m > 0).all()) and not container._uniform
+        fast_cleared += held_every_lane
+        whole, by_lane, through_clear = (copy.deepcopy(container) for _ in range(3))
+        if held_every_lane:
+            ring_edits.clear_every_lane(whole)
+        else:
+            ring_edits.clear_held_lanes(whole)
+        ring_edits.clear_held_lanes(by_lane)
+        through_clear.clear(keep_running_episodes=True)
+        through_clear._version = by_lane._version  # clear counts the edit, the parts do not
+        assert_same_rings(whole, by_lane)
+        assert_same_rings(through_clear, by_lane)
+    assert fast_cleared > 20
+
+
 def test_grid_episode_steps_are_the_general_episode_steps():
     rng = np.random.default_rng(0)
     for T, n_lanes in ((1, 1), (5, 8), (17, 3), (2, 6)):
@@ -203,12 +241,21 @@ def test_whole_runs_learn_the_same_parameters_with_the_ring_read(name, monkeypat
         read_by_rings.append(rollout is not None)
         return rollout
 
+    cleared_at_once = []
+
+    def clear_every_lane(rings):
+        cleared_at_once.append(True)
+        clear_every_lane.__wrapped__(rings)
+
+    clear_every_lane.__wrapped__ = ring_edits.clear_every_lane
     with monkeypatch.context() as patch:
         patch.setattr(rollout_module, "read_ring_rollout", counted)
+        patch.setattr(ring_edits, "clear_every_lane", clear_every_lane)
         fast = run(fresh())
-    assert read_by_rings and all(read_by_rings)
-    with monkeypatch.context() as patch:  # every rollout read row by row
+    assert read_by_rings and all(read_by_rings) and cleared_at_once
+    with monkeypatch.context() as patch:  # every rollout read row by row, cleared by lane
         patch.setattr(rollout_module, "read_ring_rollout", lambda *args: None)
+        patch.setattr(ring_edits, "clear_every_lane", ring_edits.clear_held_lanes)
         general = run(fresh())
     assert fast.policy.n_updates == general.policy.n_updates > 1
     assert fast.policy.env_steps == general.policy.env_steps
@@ -216,3 +263,4 @@ def test_whole_runs_learn_the_same_parameters_with_the_ring_read(name, monkeypat
     for a, b in zip(fast.policy.model.parameters(), general.policy.model.parameters(),
                     strict=True):
         assert torch.equal(a, b)
+
