@@ -333,8 +333,7 @@ class Trajectory:
         self.container.clear(keep_running_episodes=keep_running_episodes)
 
     def __iter__(self):
-        # An empty container never consumes a sample; a controller's count-free would_sample
-        # goes first, so most calls (one an act, on-policy) end before the rows are counted.
+        # An empty container never consumes a sample; a count-free would_sample goes first.
         would = getattr(self.controller, "would_sample", None)
         while (would is None or would()) and len(self.container) > 0 \
                 and self.controller.on_sample():
