@@ -72,13 +72,17 @@ class _Ratio:
 
     def _allows(self, counted: int) -> bool:
         """``n_sampled <= (counted - threshold) * ratio``, exactly; counts a sample if so."""
-        if counted < self.threshold:
-            return False
-        p, q = self._ratio_terms()
-        if self.n_sampled * q <= (counted - self.threshold) * p:
+        if self._would_allow(counted):
             self.n_sampled += 1
             return True
         return False
+
+    def _would_allow(self, counted: int) -> bool:
+        """Whether ``_allows(counted)`` is true, counting nothing."""
+        if counted < self.threshold:
+            return False
+        p, q = self._ratio_terms()
+        return self.n_sampled * q <= (counted - self.threshold) * p
 
 
 def _count(n) -> int:
@@ -123,6 +127,10 @@ class InsertSampleRatioController(_Ratio):
     def on_sample(self) -> bool:
         return self._allows(self.n_inserted)
 
+    def would_sample(self) -> bool:
+        """Whether ``on_sample()`` would be true now; counts nothing."""
+        return self._would_allow(self.n_inserted)
+
 
 @dataclass
 class EpisodeSampleRatioController(_Ratio):
@@ -158,3 +166,7 @@ class EpisodeSampleRatioController(_Ratio):
 
     def on_sample(self) -> bool:
         return self._allows(self.n_episodes)
+
+    def would_sample(self) -> bool:
+        """Whether ``on_sample()`` would be true now; counts nothing."""
+        return self._would_allow(self.n_episodes)

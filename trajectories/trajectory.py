@@ -333,8 +333,10 @@ class Trajectory:
         self.container.clear(keep_running_episodes=keep_running_episodes)
 
     def __iter__(self):
-        # Emptiness is checked first: an empty container never consumes a controller sample.
-        while len(self.container) > 0 and self.controller.on_sample():
+        # An empty container never consumes a sample; a count-free would_sample goes first.
+        would = getattr(self.controller, "would_sample", None)
+        while (would is None or would()) and len(self.container) > 0 \
+                and self.controller.on_sample():
             yield self.sampler.sample(self.container)
 
     def sample(self):

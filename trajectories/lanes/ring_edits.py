@@ -15,7 +15,8 @@ import trajectories.lanes.ring_reads as ring_reads
 from trajectories._casting import TraceKeyError, coerce_frames
 from trajectories._episode_rules import FULL, PARTIAL
 
-__all__ = ["extend", "pop", "popleft", "clear", "release_kept"]
+__all__ = ["extend", "pop", "popleft", "clear", "clear_held_lanes", "clear_every_lane",
+           "release_kept"]
 
 
 def extend(rings, lane: int, new_episode: bool, columns: dict) -> int:
@@ -113,6 +114,15 @@ def clear(rings, keep_running_episodes: bool) -> None:
     if not keep_running_episodes:
         rings._reset_geometry()
         return
+    if rings.n_lanes and np.count_nonzero(rings._m) == rings.n_lanes and not rings._uniform:
+        clear_every_lane(rings)  # the usual clear of a vector env's rollout
+    else:
+        clear_held_lanes(rings)
+
+
+def clear_held_lanes(rings) -> None:
+    """`clear` keeping running episodes, in any geometry: each lane holding a state keeps its
+    newest one."""
     m, P = rings._m, rings._P
     held = m > 0
     lanes = np.flatnonzero(held)
@@ -128,6 +138,24 @@ def clear(rings, keep_running_episodes: bool) -> None:
     if rings._uniform and rings._um:  # every lane kept the state at one position
         rings._us, rings._um = (rings._us + rings._um - 1) % P, 1
     rings._filled = bool(m.all())
+
+
+def clear_every_lane(rings) -> None:
+    """`clear_held_lanes` where every lane holds a state, in per-lane geometry: the same
+    writes, on whole arrays (a test compares the two)."""
+    m = rings._m
+    newest = rings._start + m
+    newest -= 1
+    newest %= rings._P
+    rings._samp.fill(False)
+    rings._n_samp = 0
+    rings._start[:] = newest
+    rings._steps_f[rings._base + newest] = 1
+    rings._step.fill(1)
+    m.fill(1)
+    rings._kept.fill(True)
+    rings._any_kept = True
+    rings._filled = True
 
 
 def _emptied(rings, lane: int) -> None:

@@ -18,7 +18,7 @@ from trajectories._episode_meta import episode_row_lists
 __all__ = ["take", "take_columns", "is_sampleable_at", "step_number_at", "episode_length_at",
            "rows_ahead_at", "rows_behind_at", "n_sampleable", "sampleable_indices",
            "sampleable_inds", "step_numbers", "episodes_lengths", "episode_rows", "item", "rows",
-           "row", "located_rows", "flat_positions"]
+           "row", "located_rows", "flat_positions", "lane_transitions", "take_grid"]
 
 
 def located_rows(rings, idx):
@@ -65,6 +65,60 @@ def take_columns(rings, names, idx) -> dict:
         at = shifted.get(off)
         if at is None:
             at = shifted[off] = (pos + off) % P + base
+        out[name] = flat_view.take(at, axis=0)
+    return out
+
+
+def lane_transitions(rings):
+    """Where the transitions of every lane sit when each lane holds the same number ``T > 0``
+    of them (a rollout of a vector env whose sub-envs all step), found with one index of all
+    lanes' rows: ``(positions, rows, continues)``, each ``(n_lanes, T)``, lane by lane in time
+    order: the physical position of each transition's state, its local row in its lane, and
+    whether its lane's next row is a transition too. ``None`` when the lanes hold different
+    numbers of transitions, or none.
+
+    Example:
+        >>> from trajectories import CircularArraySARTSTraces, split_lanes
+        >>> lb = split_lanes(CircularArraySARTSTraces(capacity=8), 2)
+        >>> lb.push(state=np.array([0, 10]))
+        >>> for t in (1, 2):
+        ...     lb.push(state=np.array([t, 10 + t]), action=np.array([0, 0]),
+        ...             reward=np.zeros(2), terminal=np.array([False, False]))
+        >>> positions, rows, continues = lane_transitions(lb)
+        >>> rows.tolist(), continues.tolist()
+        ([[0, 1], [0, 1]], [[True, False], [True, False]])
+    """
+    held = rings._m - 1  # rows of each lane (-1: an empty lane)
+    longest = int(held.max()) if len(held) else 0
+    if longest <= 0:
+        return None
+    r = np.arange(longest + 1)
+    positions = rings._start[:, None] + r
+    positions %= rings._P
+    sampleable = rings._samp_f.take(positions + rings._base[:, None])
+    sampleable &= r < held[:, None]  # the column past the longest lane: False everywhere
+    counts = np.count_nonzero(sampleable, axis=1)
+    T = int(counts[0])
+    if T == 0 or np.count_nonzero(counts != T):
+        return None
+    shape = (rings.n_lanes, T)
+    rows = sampleable.nonzero()[1].reshape(shape)
+    continues = sampleable[:, 1:][sampleable[:, :-1]].reshape(shape)
+    return positions[sampleable].reshape(shape), rows, continues
+
+
+def take_grid(rings, names, positions) -> dict:
+    """``{name: column name at physical positions}``: ``positions`` ``(T, n_lanes)``, column
+    ``l`` in lane ``l`` (see `lane_transitions`); each result is ``(T, n_lanes, *frame)``."""
+    P = rings._P
+    base = rings._base
+    at_offset: dict = {}  # flat positions by the multiplex offset (0, or 1 for next_state)
+    out = {}
+    for name in names:
+        flat_view, off = rings._flat_where[name]
+        at = at_offset.get(off)
+        if at is None:
+            at = at_offset[off] = (positions + off) % P + base if off else positions + base
         out[name] = flat_view.take(at, axis=0)
     return out
 

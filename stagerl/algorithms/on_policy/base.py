@@ -275,9 +275,10 @@ class OnPolicy(Policy):
         # On the CPU the tensors share the arrays' memory either way; from_numpy is the cheaper.
         tensor = torch.from_numpy if self.device.type == "cpu" else \
             lambda array: torch.as_tensor(array, device=self.device)
+        shape = rows.shape  # (an array is never nested: the common field, checked first)
         batch = {name: tensor(selected(value)) for name, value in rollout.items()
-                 if not is_nested(value) and value.shape[:2] == rows.shape
-                 and name not in ("state", "next_state")}
+                 if (type(value) is np.ndarray or not is_nested(value))
+                 and value.shape[:2] == shape and name not in ("state", "next_state")}
         batch["state"] = convolution_layout(  # once here, not at every minibatch's pass
             self.model.extractors(), self.states_tensor(tree_map(selected, rollout["state"])))
         if "next_state" in rollout:  # for a policy that reads_next_state (raw, leaf by leaf)

@@ -22,6 +22,7 @@ from gymnasium.vector import AutoresetMode
 
 from stagerl.algorithms.extractors import observation_spec
 from stagerl.algorithms.on_policy.networks import check_spaces
+from stagerl.algorithms.on_policy.rollout_rings import read_ring_rollout
 from stagerl.core.env import VectorEnv
 from stagerl.utils.distributions import action_distribution
 from stagerl.utils.returns import discount_rewards, generalized_advantage_estimation
@@ -36,8 +37,9 @@ from trajectories.lanes import RingLanes, ring_reads
 from trajectories.nested import is_nested, tree_map
 
 __all__ = ["rollout_trajectory", "legal_actions_mask_spec", "rows_selector", "rows_of",
-           "check_rollout_size", "read_rollout", "take_columns", "time_major", "episode_steps",
-           "carried_steps", "add_gae", "add_discounted_returns", "make_vector_env"]
+           "check_rollout_size", "read_rollout", "read_rollout_rows", "take_columns",
+           "time_major", "episode_steps", "carried_steps", "add_gae", "add_discounted_returns",
+           "make_vector_env"]
 
 
 def rollout_trajectory(env: Any, n_steps: int, controller: Any = None,
@@ -140,17 +142,32 @@ def read_rollout(container: Any, policy: Any, first_steps: Any = None) -> dict:
     without a terminal step: a truncated episode's true final observation, or the state after
     the rollout's last step). A policy whose ``reads_next_state`` is True also gets
     ``next_state``, every row's next state.
+
+    Lane-major rings whose lanes hold the same number of transitions (a vector env's rollout)
+    are read by :func:`.rollout_rings.read_ring_rollout`, the same read in fewer steps.
     """
-    n = len(container)
-    rows = np.arange(n)
-    ok = np.asarray(container.is_sampleable_at(rows), dtype=bool)
     laned = hasattr(container, "lane_of")
-    lanes = container.lane_of(rows)[0] if laned else np.zeros(n, dtype=np.int64)
     n_lanes = container.n_lanes if laned else 1
-    held = container.lane_lengths() if laned else [n]
+    held = container.lane_lengths() if laned else [len(container)]
     if max(held) >= container.capacity // n_lanes:
         raise RuntimeError(f"a rollout filled a lane's ring ({max(held)} rows): its oldest steps "
                            "may be lost; give rollout_trajectory a larger lane_capacity")
+    if isinstance(container, RingLanes):  # a vector env's: lanes of equal lengths read at once
+        rollout = read_ring_rollout(container, policy, first_steps)
+        if rollout is not None:
+            return rollout
+    return read_rollout_rows(container, policy, first_steps)
+
+
+def read_rollout_rows(container: Any, policy: Any, first_steps: Any = None) -> dict:
+    """:func:`read_rollout` row by row: any container, lanes of any lengths (padded); the
+    reference that the read of lane-major rings is tested against."""
+    laned = hasattr(container, "lane_of")
+    n_lanes = container.n_lanes if laned else 1
+    n = len(container)
+    rows = np.arange(n)
+    ok = np.asarray(container.is_sampleable_at(rows), dtype=bool)
+    lanes = container.lane_of(rows)[0] if laned else np.zeros(n, dtype=np.int64)
     idx = np.flatnonzero(ok)  # the transitions, lane by lane, each lane in time order
     after = np.minimum(idx + 1, n - 1)
     continues = (idx + 1 < n) & ok[after] & (lanes[after] == lanes[idx])
@@ -253,6 +270,9 @@ def carried_steps(rollout: dict, first_steps: Any = None) -> np.ndarray:
     without rows."""
     valid = rollout["valid"]
     n_lanes = valid.shape[1]
+    if len(valid) and valid.all():  # every lane's last row is the grid's last
+        ended = rollout["terminal"][-1] | rollout["truncated"][-1]
+        return np.where(ended, 0, rollout["step"][-1] + 1)
     carried = np.zeros(n_lanes, dtype=np.int64) if first_steps is None else \
         np.asarray(first_steps, dtype=np.int64).copy()
     held = valid.sum(axis=0)
