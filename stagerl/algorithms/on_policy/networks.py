@@ -1,7 +1,7 @@
 """The networks of the on-policy algorithms: :class:`ActorCritic` (a policy and a value network
 whose parameters live in two flat tensors, over the observations or a feature extractor's
-features, with the action space's distribution) and :class:`RunningMeanStd` (observation and
-return statistics).
+features, with the action space's distribution); :class:`RunningMeanStd` (observation and
+return statistics, :mod:`stagerl.utils.running_stats`) is exported here too.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from stagerl.algorithms.extractors import (
 from stagerl.utils.devices import resolve_device
 from stagerl.utils.distributions import Categorical, DiagGaussian, action_distribution
 from stagerl.utils.networks import mlp
+from stagerl.utils.running_stats import RunningMeanStd
 
 __all__ = ["ActorCritic", "RunningMeanStd", "check_spaces", "build_model", "LOG_SQRT_2PI"]
 
@@ -314,42 +315,6 @@ def _functional(net: nn.Sequential) -> list:
         else:
             layers[-1][2] = _ACTIVATIONS.get(type(module), module)
     return [tuple(layer) for layer in layers]
-
-
-_FLOATS = (np.float32, np.float64)
-
-
-class RunningMeanStd:
-    """Running mean and variance of observations (Chan et al.'s parallel update), for the
-    observation normalisation option: ``clip((x - mean) / sqrt(var + eps), -10, 10)``.
-
-    Example:
-        >>> rms = RunningMeanStd((2,))
-        >>> rms.update(np.array([[1.0, 2.0], [3.0, 2.0]]))
-        >>> rms.mean.round(3).tolist(), rms.var.round(3).tolist()
-        ([2.0, 2.0], [1.0, 0.0])
-    """
-
-    def __init__(self, shape: tuple, clip: float = 10.0, epsilon: float = 1e-8):
-        self.mean, self.var = np.zeros(shape), np.ones(shape)
-        self.count, self.clip, self.epsilon = 1e-4, clip, epsilon
-
-    def update(self, x: np.ndarray) -> None:
-        n = len(x)
-        if n == 1 and x.dtype in _FLOATS:  # one row (a step's return): its mean and variance
-            mean = x[0]
-            var = (mean - mean) * (mean - mean)  # 0 (NaN for an infinite or NaN entry)
-        else:
-            mean, var = x.mean(axis=0), x.var(axis=0)
-        total = self.count + n
-        delta = mean - self.mean
-        self.mean = self.mean + delta * n / total
-        self.var = (self.var * self.count + var * n + delta**2 * self.count * n / total) / total
-        self.count = total
-
-    def normalize(self, x: np.ndarray) -> np.ndarray:
-        z = (x - self.mean) / np.sqrt(self.var + self.epsilon)
-        return np.clip(z, -self.clip, self.clip).astype(np.float32)
 
 
 def check_spaces(env: Any, who: str) -> tuple:
