@@ -91,7 +91,7 @@ def inverse_cdf(log_probs: np.ndarray, u: np.ndarray, last: Any = None) -> np.nd
     uniforms ``u`` (shape: the rows, with a last axis of 1); ``last``: the highest choice a
     row may draw (its last legal action; default the last choice), where a ``u`` above the
     rounded cumulative sum lands."""
-    cdf = np.add.accumulate(np.exp(log_probs), axis=-1)  # what np.cumsum calls, unwrapped
+    cdf = np.cumsum(np.exp(log_probs), axis=-1)
     return np.minimum(np.add.reduce(cdf < u, axis=-1),
                       log_probs.shape[-1] - 1 if last is None else last)
 

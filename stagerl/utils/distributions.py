@@ -28,7 +28,6 @@ from stagerl.utils.gaussian import (
     gaussian_log_prob,
     squashed_diag_gaussian_log_prob,
 )
-from stagerl.utils.numpy_calls import clip
 
 __all__ = [
     "gaussian_log_prob",
@@ -47,7 +46,6 @@ __all__ = [
 ]
 
 _LOG_SQRT_2PI = LOG_SQRT_2PI
-_sum = np.add.reduce
 
 
 class Categorical(ActionDistribution):
@@ -301,19 +299,17 @@ class DiagGaussian(ActionDistribution):
         return (0.5 * (var_ratio + mahalanobis - 1.0) - (old_log_std - log_std)).sum(-1)
 
     def sample(self, out, log_std, rng, space, mask=None) -> tuple:
-        if mask is not None:
-            refuse_mask(self, mask)
+        refuse_mask(self, mask)
         noise = rng.standard_normal(out.shape).astype(np.float32)
         action = out + np.exp(log_std) * noise
-        # ndarray.sum and np.clip reach these ufuncs through Python layers (~1 us each)
-        log_prob = _sum(-0.5 * noise**2 - log_std - _LOG_SQRT_2PI, 1)
-        if len(self.shape) != 1:  # (n, n_outputs) is already the shape of a vector's batch
-            action = action.reshape((len(out), *self.shape))
-        return clip(action, space.low, space.high), action, log_prob
+        log_prob = (-0.5 * noise**2 - log_std - _LOG_SQRT_2PI).sum(axis=1)
+        n = len(out)
+        action = action.reshape((n, *self.shape))
+        return np.clip(action, space.low, space.high), action, log_prob
 
     def mode(self, out, space, mask=None) -> np.ndarray:
         refuse_mask(self, mask)
-        return clip(out.reshape((len(out), *self.shape)), space.low, space.high)
+        return np.clip(out.reshape((len(out), *self.shape)), space.low, space.high)
 
 
 def action_distribution(space, who: str = "this policy") -> ActionDistribution:

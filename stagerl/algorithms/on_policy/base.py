@@ -44,8 +44,6 @@ __all__ = ["OnPolicyConfig", "OnPolicy", "ACTIVATIONS", "build_model_for"]
 #: Each model's parameters, listed once (``model.parameters()`` walks every module, a good share
 #: of a small network's gradient step): ``gradient_step`` checks that their gradients are views.
 _PARAMETERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-#: ``ndarray.all()``'s own ufunc, without its Python layer (a microsecond an act)
-_all = np.logical_and.reduce
 
 
 # ---- the policy ---------------------------------------------------------------------------------
@@ -174,26 +172,20 @@ class OnPolicy(Policy):
         if rms is None:
             return
         reward = np.atleast_1d(np.asarray(env.reward, dtype=np.float64))
-        running = self.running_returns
-        if running is None or running.shape != reward.shape:
-            running = self.running_returns = np.zeros(reward.shape)
-        returns = running * self.gamma + reward
         if isinstance(env, VectorEnv):
-            # A lane that did not step (a reset only) starts an episode: most acts start none,
-            # and every lane stepped (the flags are read only when some lane started or ended).
-            stepped = np.asarray(env.stepped, dtype=bool) if env.any_episode_start else None
-            if stepped is not None and not _all(stepped):  # a lane that did not step keeps
-                returns = np.where(stepped, returns, running)  # its return
-                rms.update(returns[stepped])
-            else:
-                rms.update(returns)
-            if not env.any_episode_end:
-                self.running_returns = returns
-                return
+            stepped = np.asarray(env.stepped, dtype=bool)
             done = np.asarray(env.is_terminated | env.is_truncated, dtype=bool)
-        else:  # one env: it stepped
-            rms.update(returns)
+        else:
+            stepped = None  # one env: it stepped
             done = np.atleast_1d(bool(env.is_terminated or env.is_truncated))
+        if self.running_returns is None or self.running_returns.shape != reward.shape:
+            self.running_returns = np.zeros(reward.shape)
+        returns = self.running_returns * self.gamma + reward
+        if stepped is not None and not stepped.all():  # a lane that did not step keeps its own
+            returns = np.where(stepped, returns, self.running_returns)
+            rms.update(returns[stepped])
+        else:
+            rms.update(returns)
         self.running_returns = np.where(done, 0.0, returns)
 
     def reward_scale(self) -> float:

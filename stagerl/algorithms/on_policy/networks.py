@@ -1,7 +1,7 @@
 """The networks of the on-policy algorithms: :class:`ActorCritic` (a policy and a value network
 whose parameters live in two flat tensors, over the observations or a feature extractor's
-features, with the action space's distribution); :class:`RunningMeanStd` (observation and
-return statistics, :mod:`stagerl.utils.running_stats`) is exported here too.
+features, with the action space's distribution) and :class:`RunningMeanStd` (observation and
+return statistics).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from stagerl.algorithms.extractors import (
 from stagerl.utils.devices import resolve_device
 from stagerl.utils.distributions import Categorical, DiagGaussian, action_distribution
 from stagerl.utils.networks import mlp
-from stagerl.utils.running_stats import RunningMeanStd
 
 __all__ = ["ActorCritic", "RunningMeanStd", "check_spaces", "build_model", "LOG_SQRT_2PI"]
 
@@ -317,6 +316,44 @@ def _functional(net: nn.Sequential) -> list:
     return [tuple(layer) for layer in layers]
 
 
+_FLOATS = (np.float32, np.float64)
+
+
+class RunningMeanStd:
+    """Running mean and variance of observations (Chan et al.'s parallel update), for the
+    observation normalisation option: ``clip((x - mean) / sqrt(var + eps), -10, 10)``.
+
+    Example:
+        >>> rms = RunningMeanStd((2,))
+        >>> rms.update(np.array([[1.0, 2.0], [3.0, 2.0]]))
+        >>> rms.mean.round(3).tolist(), rms.var.round(3).tolist()
+        ([2.0, 2.0], [1.0, 0.0])
+    """
+
+    def __init__(self, shape: tuple, clip: float = 10.0, epsilon: float = 1e-8):
+        self.mean, self.var = np.zeros(shape), np.ones(shape)
+        self.count, self.clip, self.epsilon = 1e-4, clip, epsilon
+
+    def update(self, x: np.ndarray) -> None:
+        n = len(x)
+        if n == 0:  # no rows (an act whose every lane only reset): nothing new, not NaN
+            return
+        if n == 1 and x.dtype in _FLOATS:  # one row (a step's return): its mean and variance
+            mean = x[0]
+            var = (mean - mean) * (mean - mean)  # 0 (NaN for an infinite or NaN entry)
+        else:
+            mean, var = x.mean(axis=0), x.var(axis=0)
+        total = self.count + n
+        delta = mean - self.mean
+        self.mean = self.mean + delta * n / total
+        self.var = (self.var * self.count + var * n + delta**2 * self.count * n / total) / total
+        self.count = total
+
+    def normalize(self, x: np.ndarray) -> np.ndarray:
+        z = (x - self.mean) / np.sqrt(self.var + self.epsilon)
+        return np.clip(z, -self.clip, self.clip).astype(np.float32)
+
+
 def check_spaces(env: Any, who: str) -> tuple:
     """One sub-env's ``(state_space, action_space)`` and the number of sub-envs: observations
     a Box of any shape, Discrete, MultiDiscrete, MultiBinary, or a Dict or Tuple of them;
@@ -329,7 +366,6 @@ def check_spaces(env: Any, who: str) -> tuple:
                         "with a gymnasium ObservationWrapper (FlattenObservation)")
     action_distribution(action_space, who)  # raises for a space the actor cannot act in
     return state_space, action_space, num_envs
-
 
 
 def build_model(env: Any, who: str, net_arch: tuple, log_std_init: float, ortho_init: bool,
