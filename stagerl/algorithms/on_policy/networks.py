@@ -336,6 +336,8 @@ class RunningMeanStd:
 
     def update(self, x: np.ndarray) -> None:
         n = len(x)
+        if n == 0:  # no rows (an act whose every lane only reset): nothing new, not NaN
+            return
         if n == 1 and x.dtype in _FLOATS:  # one row (a step's return): its mean and variance
             mean = x[0]
             var = (mean - mean) * (mean - mean)  # 0 (NaN for an infinite or NaN entry)
@@ -364,7 +366,6 @@ def check_spaces(env: Any, who: str) -> tuple:
                         "with a gymnasium ObservationWrapper (FlattenObservation)")
     action_distribution(action_space, who)  # raises for a space the actor cannot act in
     return state_space, action_space, num_envs
-
 
 
 def build_model(env: Any, who: str, net_arch: tuple, log_std_init: float, ortho_init: bool,
