@@ -7,8 +7,11 @@ there on). Asked through the container's per-row readers (`is_sampleable_at`,
 (each reader maps logical rows to ring slots again). Over an `EpisodesBuffer` of a bounded
 ring the same answer is read from its metadata's columns directly: each column seen in
 logical order is one slice (two where the ring wraps), and the readers' rules are applied to
-the columns whole. ``tests/trajectories/test_window_starts.py`` checks it against the readers
-on the same containers: ring wrap-around, episodes ending and cut at every position.
+the columns whole. With the list made, `draw_listed` draws a batch as the rejection draw of
+`trajectories._rows._Rows.uniform` does, each round tested by indexing the list.
+``tests/trajectories/test_window_starts.py`` checks both against the general path on the same
+containers: ring wrap-around, episodes ending (terminal or truncated) and cut at every
+position, the same batches from the same seeds.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from trajectories._episode_meta import EpisodeMeta
+from trajectories._rows import _MAX_ROUNDS, _MIN_ACCEPTANCE, _NO_ROWS, _uniform_indices
 from trajectories.episodes import EpisodesBuffer
 
-__all__ = ["listed_window_starts"]
+__all__ = ["listed_window_starts", "draw_listed"]
 
 
 def listed_window_starts(container, period: int, needed: int):
@@ -51,3 +55,32 @@ def listed_window_starts(container, period: int, needed: int):
     ok &= lengths - steps + 1 >= needed
     ok[max(n - needed + 1, 0):] = False  # fewer than ``needed`` rows stored from these on
     return ok
+
+
+def draw_listed(rows, container, batch_size: int, listed: np.ndarray) -> np.ndarray:
+    """``rows.uniform(container, batch_size, accept)`` (`trajectories._rows._Rows`) for an
+    ``accept`` whose answer for every row is ``listed`` (which refuses the rows that are not
+    sampleable, as ``uniform`` does): the same draws of ``rows.rng`` in the same rounds, the
+    same rows, each round tested by indexing the list rather than by the container's readers.
+    """
+    rng, n = rows.rng, len(container)
+    if n == 0:
+        raise rows._empty()
+    n_ok = container.n_sampleable
+    if n_ok == 0:
+        raise rows._none_ok()
+    share = n_ok / n if n_ok < n else 1.0
+    idx = _NO_ROWS
+    if share >= _MIN_ACCEPTANCE:
+        m = int(batch_size / share * 1.05) + 8
+        for _ in range(_MAX_ROUNDS):
+            more = _uniform_indices(rng, n, m)
+            more = more[listed[more]]
+            idx = more if not idx.size else np.concatenate([idx, more])
+            if idx.size >= batch_size:
+                return idx[:batch_size]
+    candidates = np.flatnonzero(listed)
+    if candidates.size == 0:
+        raise rows._none_ok()
+    return np.concatenate([idx, candidates[rng.integers(candidates.size,
+                                                        size=batch_size - idx.size)]])

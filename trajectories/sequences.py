@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from trajectories._rows import _episodic, _Rows
-from trajectories._window_starts import listed_window_starts
+from trajectories._window_starts import draw_listed, listed_window_starts
 from trajectories.checks import as_rng, require_positive_int
 from trajectories.samplers import _check_names, _device, _resolve_names, _to_device
 
@@ -330,8 +330,12 @@ class SequenceSampler:
 
     def sample(self, container) -> dict:
         names = self._check(container)
-        starts = self._rows.uniform(container, self.batch_size,
-                                    self._admissible_listed(container))
+        listed = listed_window_starts(container, self.period, self._needed())
+        if listed is not None:  # the same draws, each round tested by indexing the list
+            starts = draw_listed(self._rows, container, self.batch_size, listed)
+        else:
+            starts = self._rows.uniform(container, self.batch_size,
+                                        self._admissible_listed(container))
         batch = self._gather(container, starts, names)
         return batch if self.device is None else _to_device(batch, self.device)
 

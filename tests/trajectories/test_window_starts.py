@@ -96,3 +96,21 @@ def test_batches_drawn_with_the_listed_starts_are_those_drawn_with_the_readers(
     for ours, theirs in zip(windows, windows_theirs, strict=True):
         for name, value in ours.items():
             assert np.array_equal(value, theirs[name])
+
+
+def test_an_empty_buffer_or_one_without_a_window_is_refused_as_by_the_general_draw():
+    import pytest
+
+    # nothing stored; one episode of one step, too short for a window of 3 not padded
+    for acts in ([], [1, 0]):
+        container = _filled(8, acts).container
+        with pytest.raises(ValueError) as ours:
+            SequenceSampler(3, batch_size=4, pad=False).sample(container)
+        with_readers = sequences.listed_window_starts
+        try:
+            sequences.listed_window_starts = lambda *args: None
+            with pytest.raises(ValueError) as theirs:
+                SequenceSampler(3, batch_size=4, pad=False).sample(container)
+        finally:
+            sequences.listed_window_starts = with_readers
+        assert str(ours.value) == str(theirs.value)
