@@ -73,14 +73,45 @@ def draw_listed(rows, container, batch_size: int, listed: np.ndarray) -> np.ndar
     idx = _NO_ROWS
     if share >= _MIN_ACCEPTANCE:
         m = int(batch_size / share * 1.05) + 8
-        for _ in range(_MAX_ROUNDS):
-            more = _uniform_indices(rng, n, m)
-            more = more[listed[more]]
-            idx = more if not idx.size else np.concatenate([idx, more])
-            if idx.size >= batch_size:
-                return idx[:batch_size]
+        at_once = None
+        if m * np.count_nonzero(listed) < batch_size * n:  # a round is unlikely to fill it
+            at_once = _rounds_at_once(rng, n, m, batch_size, listed)
+        if at_once is not None:
+            if at_once.size >= batch_size:
+                return at_once
+            idx = at_once
+        else:
+            for _ in range(_MAX_ROUNDS):
+                more = _uniform_indices(rng, n, m)
+                more = more[listed[more]]
+                idx = more if not idx.size else np.concatenate([idx, more])
+                if idx.size >= batch_size:
+                    return idx[:batch_size]
     candidates = np.flatnonzero(listed)
     if candidates.size == 0:
         raise rows._none_ok()
     return np.concatenate([idx, candidates[rng.integers(candidates.size,
                                                         size=batch_size - idx.size)]])
+
+
+def _rounds_at_once(rng, n: int, m: int, batch_size: int, listed: np.ndarray):
+    """The rows `draw_listed`'s rounds of ``m`` draws accept, drawn in one call of
+    ``rng.random``: every round's draws (``_MAX_ROUNDS * m`` doubles, which a PCG64 generator
+    gives one after another, as it gives them round by round), then the generator set back
+    and moved on by exactly the rounds that filled the batch. Returns the first
+    ``batch_size`` rows accepted, or every row accepted when the rounds do not fill the batch
+    (all of them drawn then); None for a generator this is not known to hold for."""
+    bit_generator = rng.bit_generator
+    if type(bit_generator) is not np.random.PCG64:
+        return None
+    saved = bit_generator.state
+    idx = (rng.random(_MAX_ROUNDS * m) * n).astype(np.int64)  # as `_uniform_indices`
+    np.minimum(idx, n - 1, out=idx)
+    ok = listed[idx]
+    filled = int(np.searchsorted(np.cumsum(ok.reshape(_MAX_ROUNDS, m).sum(axis=1)), batch_size))
+    if filled == _MAX_ROUNDS:  # every round drawn, as the rounds would have
+        return idx[ok]
+    used = (filled + 1) * m  # the rounds stopped after this many draws
+    bit_generator.state = saved
+    rng.random(used)  # the same doubles again: the generator where the rounds leave it
+    return idx[:used][ok[:used]][:batch_size]

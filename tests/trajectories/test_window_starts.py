@@ -114,3 +114,69 @@ def test_an_empty_buffer_or_one_without_a_window_is_refused_as_by_the_general_dr
         finally:
             sequences.listed_window_starts = with_readers
         assert str(ours.value) == str(theirs.value)
+
+
+class _Rows:
+    """A container of ``n`` rows as the row draws see it: which rows are sampleable."""
+
+    def __init__(self, sampleable):
+        self.sampleable = sampleable
+
+    def __len__(self):
+        return len(self.sampleable)
+
+    @property
+    def n_sampleable(self):
+        return int(self.sampleable.sum())
+
+    def is_sampleable_at(self, idx):
+        return self.sampleable[idx]
+
+
+def test_the_rounds_drawn_at_once_are_the_rounds_drawn_one_by_one_and_leave_the_same_rng(
+        monkeypatch):
+    from trajectories import _window_starts
+    from trajectories._rows import _Rows as Draws
+
+    calls = []
+    at_once = _window_starts._rounds_at_once
+    monkeypatch.setattr(_window_starts, "_rounds_at_once",
+                        lambda *args: calls.append(at_once(*args)) or calls[-1])
+    filled_early = all_rounds = 0
+    for n in (40, 1000, 5000):
+        for accepted in (0.002, 0.01, 0.05, 0.1, 0.3, 0.6, 0.9, 1.0):
+            for seed in range(6):
+                rng = np.random.default_rng(seed)
+                sampleable = rng.random(n) < 0.8
+                accept = rng.random(n) < accepted
+                listed = sampleable & accept
+                if not listed.any():
+                    continue
+                for batch_size in (1, 16, 32, 64):
+                    ours, theirs = Draws("ours", np.random.default_rng(seed)), \
+                        Draws("theirs", np.random.default_rng(seed))
+                    container = _Rows(sampleable)
+                    for _ in range(3):  # each batch from where the last one left the rng
+                        before = len(calls)
+                        got = _window_starts.draw_listed(ours, container, batch_size, listed)
+                        want = theirs.uniform(container, batch_size, accept.__getitem__)
+                        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+                        assert ours.rng.bit_generator.state == theirs.rng.bit_generator.state
+                        if len(calls) > before:
+                            filled_early += calls[-1].size == batch_size
+                            all_rounds += calls[-1].size < batch_size
+    assert filled_early > 20 and all_rounds > 20  # both ends of the draw at once were taken
+
+
+def test_another_bit_generator_draws_round_by_round():
+    from trajectories._rows import _Rows as Draws
+    from trajectories._window_starts import draw_listed
+
+    rng = np.random.default_rng(0)
+    sampleable, accept = rng.random(500) < 0.9, rng.random(500) < 0.05
+    container = _Rows(sampleable)
+    ours = Draws("ours", np.random.Generator(np.random.MT19937(3)))
+    theirs = Draws("theirs", np.random.Generator(np.random.MT19937(3)))
+    for _ in range(3):
+        assert draw_listed(ours, container, 32, sampleable & accept).tolist() == \
+            theirs.uniform(container, 32, lambda idx: accept[idx]).tolist()
