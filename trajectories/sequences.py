@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from trajectories._rows import _episodic, _Rows
+from trajectories._window_starts import draw_listed, listed_window_starts
 from trajectories.checks import as_rng, require_positive_int
 from trajectories.samplers import _check_names, _device, _resolve_names, _to_device
 
@@ -176,6 +177,14 @@ class RolloutChunker:
     def __repr__(self) -> str:
         return f"RolloutChunker(max_seq_len={self.max_seq_len}, names={self.names})"
 
+    def _listed(self, container) -> np.ndarray:
+        """For every row: whether it starts a window that may be drawn (sampleable, too)."""
+        listed = listed_window_starts(container, self.period, self._needed())
+        if listed is None:
+            rows = np.arange(len(container))
+            listed = container.is_sampleable_at(rows) & self._admissible(container)(rows)
+        return listed
+
     def sample(self, container) -> dict:
         who = repr(self)
         _episodic_or_refuse(who, container)
@@ -292,8 +301,7 @@ class SequenceSampler:
     def can_sample(self, container) -> bool:
         """Whether ``container`` holds a window that may be drawn (an O(rows) scan)."""
         self._check(container)
-        rows = np.arange(len(container))
-        return bool((container.is_sampleable_at(rows) & self._admissible(container)(rows)).any())
+        return bool(self._listed(container).any())
 
     def _admissible_listed(self, container):
         """:meth:`_admissible`, listed for every row at its second call: a window starts at one
@@ -307,15 +315,27 @@ class SequenceSampler:
             if calls == 1:
                 return admissible(idx)
             if listed is None:
-                listed = admissible(np.arange(len(container)))
+                listed = self._listed(container)
             return listed[idx]
 
         return accept
 
+    def _listed(self, container) -> np.ndarray:
+        """For every row: whether it starts a window that may be drawn (sampleable, too)."""
+        listed = listed_window_starts(container, self.period, self._needed())
+        if listed is None:
+            rows = np.arange(len(container))
+            listed = container.is_sampleable_at(rows) & self._admissible(container)(rows)
+        return listed
+
     def sample(self, container) -> dict:
         names = self._check(container)
-        starts = self._rows.uniform(container, self.batch_size,
-                                    self._admissible_listed(container))
+        listed = listed_window_starts(container, self.period, self._needed())
+        if listed is not None:  # the same draws, each round tested by indexing the list
+            starts = draw_listed(self._rows, container, self.batch_size, listed)
+        else:
+            starts = self._rows.uniform(container, self.batch_size,
+                                        self._admissible_listed(container))
         batch = self._gather(container, starts, names)
         return batch if self.device is None else _to_device(batch, self.device)
 
@@ -323,9 +343,7 @@ class SequenceSampler:
         """Every window that may be drawn, oldest first (lane by lane), one mapping each
         (``(T, ...)`` arrays): what ``sample`` draws from."""
         names = self._check(container)
-        rows = np.arange(len(container))
-        ok = container.is_sampleable_at(rows) & self._admissible(container)(rows)
-        batch = self._gather(container, np.flatnonzero(ok), names)
+        batch = self._gather(container, np.flatnonzero(self._listed(container)), names)
         return [{name: value[i] for name, value in batch.items()}
                 for i in range(len(batch["seq_lens"]))]
 
