@@ -67,20 +67,8 @@ def learn_burst(policy: DQNPolicy, burst: Burst, trajectory: Any) -> None:
         policy._acting_stale = True
         return
     rows = as_tensors(burst.rows, policy.device, policy.action_start)  # one transfer a field
+    batches = Burst(burst.n_batches, burst.batch_size, rows)
     n, size = burst.n_batches, burst.batch_size
-    if n == 1:  # one step a burst (the games): steps_on_rows would make the same target pass
-        dqn_update(policy, rows)  # and step on the same rows, cut and joined (tested equal)
-    else:
-        steps_on_rows(policy, rows, n, size)
-    policy._acting_stale = True  # the numpy copy of the weights is refreshed at the next act
-
-
-def steps_on_rows(policy: DQNPolicy, rows: dict, n: int, size: int) -> None:
-    """The ``n`` gradient steps of a burst whose rows (tensors) were drawn at once, batch after
-    batch of ``size`` rows: the TD targets of the whole burst first, where the target network
-    allows it, then each step."""
-    config = policy.config
-    batches = Burst(n, size, rows)
     targets, next_outputs = [None] * n, [None] * n
     # The target network changes only between env steps, never inside a burst: one pass over
     # the whole burst gives every batch's TD targets (with double DQN, the target network's
@@ -98,6 +86,7 @@ def steps_on_rows(policy: DQNPolicy, rows: dict, n: int, size: int) -> None:
     for batch, target, next_output in zip(batches, targets, next_outputs, strict=True):
         dqn_update(policy, batch, td_target(policy, batch, next_output) if target is None
                    else target)
+    policy._acting_stale = True  # the numpy copy of the weights is refreshed at the next act
 
 
 def _parts(rows: dict, batch_size: int, about: int = 1024) -> list[dict]:
