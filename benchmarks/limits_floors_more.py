@@ -13,7 +13,8 @@ it:
   order of the squares per game where an action is taken once, any action where all are
   legal), reading the next mover's observation (and legal actions) after each move; each
   player's acting passes (a random or scripted player: one draw a move); each learning
-  player's gradient steps, by ``limits_floors``;
+  player's gradient steps, by ``limits_floors`` (a DQN masking its next actions by legality
+  takes its masked TD targets: ``limits_floors_masked``);
 * memory: acting steps the RNN in numpy at every act (its memory must go on, even where an
   epsilon-greedy action is random); learning unrolls the sequences of the run's shapes (recurrent
   PPO: each minibatch's sequences, length and mask as the run cut them; DRQN: ``batch_size``
@@ -354,13 +355,17 @@ def game_act(members: list[tuple], game, seed: int):
 
 
 def game_learn(members: list[tuple], seed: int):
-    """Each learning player's gradient steps (``limits_floors.learn_floor``)."""
-    goes = [learn_floor(inner, size, moves, seed)
-            for _, inner, learns, moves, size in members if learns]
+    """Each learning player's gradient steps (``limits_floors.learn_floor``; a DQN that masks
+    its next actions by legality: ``limits_floors_masked``)."""
+    from limits_floors_masked import masked_dqn_floor
+
+    goes = [(masked_dqn_floor if getattr(inner, "masked", False) else learn_floor)(
+        inner, size, moves, seed) for _, inner, learns, moves, size in members if learns]
     if not goes or any(go is None for go in goes):
         return None
 
     def go() -> None:
         for one in goes:
             one()
+    go.goes = goes  # type: ignore[attr-defined]  (for the tests: each learner's floor)
     return timed(go, learners=len(goes))

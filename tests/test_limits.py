@@ -387,3 +387,55 @@ def test_the_games_and_the_emulators_are_the_envs_share(limits):
         assert limits.share_of(path) == "env", path
     assert limits.share_of("/repo/stagerl/multi_agent/loops.py") == "python"
     assert limits.share_of("/repo/stagerl/multi_agent/versus.py") == "python"
+
+
+# ---- the games' masked DQN floor (limits_floors_masked) ----------------------------------------
+
+
+@pytest.mark.parametrize("double", [False, True])
+def test_the_masked_floors_target_is_the_runs_masked_td_target_on_the_same_inputs(limits,
+                                                                               double):
+    from limits_floors_masked import masked_targets, random_masks
+
+    from stagerl.algorithms.dqn import DQNConfig, DQNPolicy, td_target
+    from stagerl.algorithms.dqn.networks import QNetwork, mlp_body
+
+    torch.manual_seed(0)
+    network = QNetwork(mlp_body(18, (16,)), 16, n_actions=9)
+    policy = DQNPolicy(network, DQNConfig(total_steps=100, double=double, n_step=3, gamma=0.9),
+                       masked=True)
+    rows = 256
+    illegal = random_masks(rows, 9)
+    assert illegal.all(1).any() and not illegal.all(1).all() and illegal.any(1).any()
+    batch = {"next_state": torch.randn(rows, 18), "reward": torch.randn(rows),
+             "terminal": (torch.rand(rows) < 0.2).float(),
+             "discount": torch.full((rows,), 0.9 ** 3), "next_legal_actions_mask": ~illegal}
+    next_out = policy.target(batch["next_state"]).detach()
+    bootstrap = batch["discount"] * (1.0 - batch["terminal"]) * (~illegal).any(1)
+    with torch.no_grad():
+        online = policy.network(batch["next_state"]) if double else None
+        floor = masked_targets(next_out, online, illegal, batch["reward"], bootstrap)
+    assert torch.equal(floor, td_target(policy, batch, next_out))
+    unmasked = td_target(policy, {k: v for k, v in batch.items()
+                                  if k != "next_legal_actions_mask"}, next_out)
+    assert not torch.equal(floor, unmasked)  # the mask changes the targets
+
+
+@pytest.mark.parametrize("name", ["dqn-tictactoe", "dqn-tictactoe-selfplay"])
+def test_the_game_floor_of_a_masked_dqn_takes_the_runs_steps_each_burst_with_masked_targets(
+        limits, name, monkeypatch):
+    import limits_floors_masked
+
+    prepared, policy, _, parts, steps = counted_run(limits, name, "q")
+    c = prepared.config
+    (floor,) = parts["learn"].goes
+    assert policy.masked and steps > 0 and c.gradient_steps == 1 and not c.double
+    assert floor.work == {"gradient_steps": steps, "batch": c.batch_size,
+                          "masks": (c.batch_size, 9)}  # one batch a burst, one column an action
+    taken = []
+    masked_targets = limits_floors_masked.masked_targets
+    monkeypatch.setattr(limits_floors_masked, "masked_targets",
+                        lambda *a: taken.append(a[2].shape) or masked_targets(*a))
+    parts["learn"]()
+    assert steps_of(floor.optimiser) == [steps] * len(steps_of(floor.optimiser))
+    assert taken == [(c.batch_size, 9)] * steps  # the target of each burst's batch, masked
