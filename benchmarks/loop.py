@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             verdict = f">= {budget:.2f}  {'ok' if ok else 'MISSED'}"
             if not ok:
                 missed.append(name)
-        print(f"{LABELS[name]:<56}{median:>10,.0f}{1e6 / median:>9.2f}{ratio:>8.2f}  {verdict}")
+        print(f"{LABELS[name]:<56}{median:>10,.0f}{1e6 / median:>9.2f}{ratio:>8.3f}  {verdict}")
     return 1 if (args.check and missed) else 0
 
 

@@ -235,6 +235,14 @@ COMMANDS = {
     "off_policy_continuous": Skip(LONG_BENCHMARK, scripts_exist),
     "flock /tmp/stagerl-timing.lock .venv/bin/python benchmarks/checkpoints.py":
         Skip(TIMING, scripts_exist),
+    # The loop benchmarks are quick: a short run of each prints its table (the figures need an
+    # idle machine, so nothing is asserted on them).
+    "python benchmarks/loop.py --steps 100000 --repeats 5": Process(
+        printed("run(RandomPolicy(), GymEnv, StopAfterNSteps)", ">= 0.90"),
+        argv=("python", str(ROOT / "benchmarks/loop.py"), "--steps", "2000", "--repeats", "1")),
+    "python benchmarks/vector.py --steps 40000 --repeats 5": Process(
+        printed("ratio (median of repetitions)", "budget >= 0.85"),
+        argv=("python", str(ROOT / "benchmarks/vector.py"), "--steps", "2000", "--repeats", "1")),
     "python benchmarks/multi_agent.py": Skip(TIMING, scripts_exist),
     "python benchmarks/envpool.py": Skip(TIMING, scripts_exist),
     "python benchmarks/real_envs_speed.py dqn-atari": Skip(TIMING, scripts_exist),
