@@ -177,14 +177,6 @@ class RolloutChunker:
     def __repr__(self) -> str:
         return f"RolloutChunker(max_seq_len={self.max_seq_len}, names={self.names})"
 
-    def _listed(self, container) -> np.ndarray:
-        """For every row: whether it starts a window that may be drawn (sampleable, too)."""
-        listed = listed_window_starts(container, self.period, self._needed())
-        if listed is None:
-            rows = np.arange(len(container))
-            listed = container.is_sampleable_at(rows) & self._admissible(container)(rows)
-        return listed
-
     def sample(self, container) -> dict:
         who = repr(self)
         _episodic_or_refuse(who, container)
