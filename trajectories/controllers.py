@@ -77,6 +77,11 @@ class _Ratio:
             return True
         return False
 
+    def _own_rule(self, cls: type) -> bool:
+        """Whether ``on_sample`` is ``cls``'s own: not overridden by a subclass, not replaced on
+        the instance."""
+        return type(self).on_sample is cls.on_sample and "on_sample" not in self.__dict__
+
     def _would_allow(self, counted: int) -> bool:
         """Whether ``_allows(counted)`` is true, counting nothing."""
         if counted < self.threshold:
@@ -128,7 +133,10 @@ class InsertSampleRatioController(_Ratio):
         return self._allows(self.n_inserted)
 
     def would_sample(self) -> bool:
-        """Whether ``on_sample()`` would be true now; counts nothing."""
+        """Whether ``on_sample()`` would be true now; counts nothing. Where ``on_sample`` was
+        overridden or replaced, True: that ``on_sample`` decides."""
+        if not self._own_rule(InsertSampleRatioController):
+            return True
         return self._would_allow(self.n_inserted)
 
 
@@ -168,5 +176,8 @@ class EpisodeSampleRatioController(_Ratio):
         return self._allows(self.n_episodes)
 
     def would_sample(self) -> bool:
-        """Whether ``on_sample()`` would be true now; counts nothing."""
+        """Whether ``on_sample()`` would be true now; counts nothing. Where ``on_sample`` was
+        overridden or replaced, True: that ``on_sample`` decides."""
+        if not self._own_rule(EpisodeSampleRatioController):
+            return True
         return self._would_allow(self.n_episodes)

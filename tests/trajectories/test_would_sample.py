@@ -50,8 +50,14 @@ class WithoutWouldSample(InsertSampleRatioController):
         return answer
 
 
-class Logged(WithoutWouldSample):
-    would_sample = InsertSampleRatioController.would_sample
+class Logged(InsertSampleRatioController):
+    """The controller itself (its own ``on_sample`` and ``would_sample``), the calls that reach
+    its rule logged."""
+
+    def _allows(self, counted):
+        answer = super()._allows(counted)
+        self.log.append((len(self.trajectory), answer))
+        return answer
 
 
 def test_a_trajectory_iterates_alike_with_and_without_would_sample():
@@ -79,3 +85,22 @@ def test_a_trajectory_iterates_alike_with_and_without_would_sample():
     assert (with_it.n_sampled, with_it.n_inserted) == (without.n_sampled, without.n_inserted)
     assert [call for call in without.log if call[1]] == with_it.log  # the allowed ones only
     assert all(length > 0 for length, _ in without.log + with_it.log)
+
+
+@pytest.mark.parametrize("kind", [InsertSampleRatioController, EpisodeSampleRatioController])
+def test_an_overridden_or_replaced_on_sample_decides_for_itself(kind):
+    class EveryTime(kind):
+        def on_sample(self):  # a user's rule: a batch whenever asked
+            return True
+
+    replaced = kind(threshold=1000)
+    replaced.on_sample = lambda: True
+    for controller in (EveryTime(threshold=1000), replaced):
+        assert controller.would_sample() is True  # the base rule would say False
+        traces = CircularArraySARTSTraces(capacity=8, state=(np.float32, (4,)))
+        trajectory = Trajectory(traces, controller=controller)
+        trajectory.push(state=np.zeros(4, dtype=np.float32))
+        trajectory.push(state=np.zeros(4, dtype=np.float32), action=0, reward=1.0,
+                        terminal=False)
+        batches = iter(trajectory)
+        assert next(batches) is not None  # the user's on_sample was asked, and allowed
