@@ -155,6 +155,19 @@ def greedy_acts(policy, acts: int, num_envs: int) -> float:
 # ---- the floor: learning ---------------------------------------------------------------------
 
 
+def gradient_step(params: list, loss: torch.Tensor, optimiser, max_grad_norm) -> None:
+    """A DQN floor's step: gradients set to None, backward, the norm clipped in two foreach
+    calls (as the run's clip), fused Adam's kernel called directly."""
+    for p in params:
+        p.grad = None
+    loss.backward()
+    if max_grad_norm is not None and max_grad_norm < math.inf:
+        grads = [p.grad for p in params]
+        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+        torch._foreach_mul_(grads, (max_grad_norm / (norm + 1e-6)).clamp_(max=1))
+    adam_step(optimiser)
+
+
 def optimiser_steps(optimiser: torch.optim.Optimizer) -> int:
     states = [s for s in optimiser.state.values() if "step" in s]
     return int(max(float(s["step"]) for s in states)) if states else 0
@@ -233,14 +246,7 @@ def dqn_floor(policy: DQNPolicy, state_dim: int, acts: int):
                     loss = losses.mean() if weight is None else (weight[rows_i] * losses).mean()
                     if c.prioritized:  # the errors that become the next priorities
                         losses.detach().abs()
-                    for p in params:
-                        p.grad = None
-                    loss.backward()
-                    if c.max_grad_norm is not None and c.max_grad_norm < math.inf:
-                        grads = [p.grad for p in params]
-                        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-                        torch._foreach_mul_(grads, (c.max_grad_norm / (norm + 1e-6)).clamp_(max=1))
-                    adam_step(optimiser)
+                    gradient_step(params, loss, optimiser, c.max_grad_norm)
     go.optimiser = optimiser  # for the tests: its step count is the run's
     return go
 

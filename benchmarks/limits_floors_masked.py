@@ -16,10 +16,9 @@ import copy
 import math
 
 import torch
-from limits_floors import learn_floor, optimiser_steps
+from limits_floors import gradient_step, learn_floor, optimiser_steps
 from torch.nn import functional as F
 
-from stagerl.algorithms.adam_step import adam_step
 from stagerl.algorithms.dqn import DQNPolicy
 from stagerl.algorithms.torch_state import denormals_flushed
 
@@ -87,14 +86,7 @@ def masked_dqn_floor(policy: DQNPolicy, state_dim: int, acts: int, seed: int):
                     q = net(state[rows_i]).gather(1, action[rows_i]).squeeze(1)
                     loss = (F.smooth_l1_loss(q, goal, reduction="none") if huber
                             else (q - goal) ** 2).mean()
-                    for p in params:
-                        p.grad = None
-                    loss.backward()
-                    if c.max_grad_norm is not None and c.max_grad_norm < math.inf:
-                        grads = [p.grad for p in params]
-                        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-                        torch._foreach_mul_(grads, (c.max_grad_norm / (norm + 1e-6)).clamp_(max=1))
-                    adam_step(optimiser)
+                    gradient_step(params, loss, optimiser, c.max_grad_norm)
     go.optimiser = optimiser  # for the tests: its step count is the run's
     go.work = {"gradient_steps": bursts * per_burst, "batch": size,  # type: ignore[attr-defined]
                "masks": tuple(illegal.shape)}
