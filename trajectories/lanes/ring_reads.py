@@ -56,17 +56,7 @@ def take_columns(rings, names, idx) -> dict:
     """``{name: take(rings, name, idx)}`` for every name of ``names``, the rows located once
     (a rollout read reads a dozen columns at the same rows)."""
     lane, _, pos = located_rows(rings, idx)
-    P = rings._P
-    base = lane * P
-    shifted: dict = {}  # flat positions by the multiplex offset (0, or 1 for next_state)
-    out = {}
-    for name in names:
-        flat_view, off = rings._flat_where[name]
-        at = shifted.get(off)
-        if at is None:
-            at = shifted[off] = (pos + off) % P + base
-        out[name] = flat_view.take(at, axis=0)
-    return out
+    return _take_at(rings, names, pos, lane * rings._P)
 
 
 def lane_transitions(rings):
@@ -110,15 +100,20 @@ def lane_transitions(rings):
 def take_grid(rings, names, positions) -> dict:
     """``{name: column name at physical positions}``: ``positions`` ``(T, n_lanes)``, column
     ``l`` in lane ``l`` (see `lane_transitions`); each result is ``(T, n_lanes, *frame)``."""
+    return _take_at(rings, names, positions, rings._base)
+
+
+def _take_at(rings, names, positions, base) -> dict:
+    """``{name: column name at positions}``: ``positions`` in the lanes' rings (taken modulo the
+    ring), ``base`` each one's lane's first flat position (``lane * P``)."""
     P = rings._P
-    base = rings._base
     at_offset: dict = {}  # flat positions by the multiplex offset (0, or 1 for next_state)
     out = {}
     for name in names:
         flat_view, off = rings._flat_where[name]
         at = at_offset.get(off)
         if at is None:
-            at = at_offset[off] = (positions + off) % P + base if off else positions + base
+            at = at_offset[off] = (positions + off) % P + base
         out[name] = flat_view.take(at, axis=0)
     return out
 
